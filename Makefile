@@ -1,0 +1,99 @@
+# tfx-book: build the book and run every test.
+#   make book           build _build/html, executing notebooks through the cache
+#   make test           unit tests + nbval on every notebook (TFX_PROFILE=quick) + browser test
+#   make book-rendered  build _build/html from the committed outputs (no execution)
+#   make browser-deps   install Debian's chromium for the browser test (root)
+#   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
+#   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
+# Needs GNU make and Python >= 3.10 (python3); .venv is created on first use.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := book
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JB_FLAGS := -W -n --keep-going
+CHROMIUM := /usr/bin/chromium
+
+# Tools from the venv come first (jupyter kernels, nbval, jupyter-book).
+export PATH := $(abspath $(BIN)):$(PATH)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: book book-rendered test browser-deps notebooks clean distclean venv
+
+venv: $(STAMP)
+
+# pip's output goes to .venv/pip.log; it is shown only if pip fails.
+$(STAMP): requirements.txt pyproject.toml
+	@echo "==> Setting up $(VENV) from requirements.txt (first use takes a minute or two)"
+	@if [ ! -x $(BIN)/python ]; then \
+	  if ! $(PYTHON) -m venv $(VENV) 2>/dev/null; then \
+	    rm -rf $(VENV); \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	      echo "==> python3 -m venv needs Debian's python3-venv; installing it"; \
+	      (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv) >/dev/null; \
+	      $(PYTHON) -m venv $(VENV); \
+	    else \
+	      echo "error: '$(PYTHON) -m venv' failed. On Debian/Ubuntu: sudo apt-get install python3-venv" >&2; exit 1; \
+	    fi; \
+	  fi; \
+	fi
+	@$(BIN)/python -m pip install -q -r requirements.txt > $(VENV)/pip.log 2>&1 \
+	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install -r requirements.txt failed (log: $(VENV)/pip.log)" >&2; exit 1; }
+	@$(BIN)/python -m pip install -q -e . --no-deps >> $(VENV)/pip.log 2>&1 \
+	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install -e . failed (log: $(VENV)/pip.log)" >&2; exit 1; }
+	@touch $@
+
+# jupyter-book exits non-zero on a warning with -W --keep-going; the grep is a
+# second guard in case a future version stops doing so.
+define jupyter_book
+	@mkdir -p _build
+	$(BIN)/jupyter-book build . $(JB_FLAGS) $(1) 2>&1 | tee _build/$(2).log
+	@if grep -q "build finished with problems" _build/$(2).log; then \
+	  echo "error: the book build had warnings (see _build/$(2).log)" >&2; exit 1; fi
+endef
+
+book: $(STAMP)
+	$(call jupyter_book,,book)
+
+# Same build, but notebooks are not executed: the committed outputs are rendered.
+book-rendered: $(STAMP)
+	@mkdir -p _build
+	$(BIN)/python scripts/rendered_config.py _build/_config.rendered.yml
+	$(call jupyter_book,--config _build/_config.rendered.yml,book-rendered)
+
+# Every test: unit tests, nbval on every notebook, the browser test over the
+# rendered book. pytest's exit 5 (nothing collected) is not a failure.
+test: export TFX_PROFILE ?= quick
+test: book-rendered browser-deps-if-possible
+	@echo "==> pytest (TFX_PROFILE=$$TFX_PROFILE)"
+	@rc=0; $(BIN)/python -m pytest || rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+browser-deps:
+	@if [ -x $(CHROMIUM) ]; then echo "$(CHROMIUM) present"; else \
+	  echo "==> Installing Debian's chromium"; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium > /dev/null; \
+	  $(CHROMIUM) --version; fi
+
+# Used by `test`: install chromium when we can (root + apt), else leave the
+# browser test to skip (locally) or fail (CI=true) with its own message.
+.PHONY: browser-deps-if-possible
+browser-deps-if-possible:
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  $(MAKE) --no-print-directory browser-deps; fi
+
+notebooks: $(STAMP)
+	$(BIN)/python scripts/execute_notebooks.py
+
+clean:
+	rm -rf _build .jupyter_cache .pytest_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,114 @@
+"""Data for tfx: the `Batch` every model eats, synthetic seq2seq tasks, and the
+shipped German→English corpus (re-exported from `tfx.corpus`).
+
+Every task is a *deterministic function of (seed, step)*: ``task.batch(step, B)``
+always returns the same batch, so a resumed run sees exactly the data an
+uninterrupted one would, with no iterator state to save.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+PAD, BOS, EOS, UNK = 0, 1, 2, 3  # special ids everywhere in tfx
+N_SPECIAL = 4
+
+SYNTHETIC_TASKS = ("copy", "reverse", "sort")
+
+
+@dataclass
+class Batch:
+    """A padded batch. ``src``: (B, S) ending with EOS, or None for a language model.
+    ``tgt``: (B, T) starting with BOS and ending with EOS. Both right-padded with PAD."""
+
+    src: torch.Tensor | None
+    tgt: torch.Tensor
+
+    def to(self, device) -> "Batch":
+        src = None if self.src is None else self.src.to(device, non_blocking=True)
+        return Batch(src, self.tgt.to(device, non_blocking=True))
+
+    @property
+    def n_tokens(self) -> int:
+        """Target tokens that carry a loss (everything after BOS that is not PAD)."""
+        return int((self.tgt[:, 1:] != PAD).sum())
+
+
+def _mix(seed: int, step: int, split: str) -> int:
+    """A generator seed for (seed, step, split); splits never share a batch."""
+    salt = {"train": 0, "valid": 1, "test": 2}[split]
+    return (seed * 1_000_003 + step * 7919 + salt * 104_729) % (2**63 - 1)
+
+
+class SyntheticTask:
+    """Copy, reverse or sort a random sequence of symbols.
+
+    Sources are ``length`` symbols drawn uniformly from ``vocab`` symbols (ids
+    ``N_SPECIAL … N_SPECIAL+vocab-1``) followed by EOS; the target is BOS, the
+    transformed sequence, EOS. Every sequence has the same length, so there is
+    no padding: the tasks isolate optimisation from data handling.
+    """
+
+    def __init__(self, kind: str = "reverse", vocab: int = 32, length: int = 12, seed: int = 0):
+        if kind not in SYNTHETIC_TASKS:
+            raise ValueError(f"kind={kind!r} is not a synthetic task; allowed: {', '.join(SYNTHETIC_TASKS)}")
+        if not isinstance(vocab, int) or vocab < 2:
+            raise ValueError(f"vocab={vocab!r} must be an integer ≥ 2")
+        if not isinstance(length, int) or length < 1:
+            raise ValueError(f"length={length!r} must be an integer ≥ 1")
+        self.kind, self.vocab, self.length, self.seed = kind, vocab, length, seed
+        self.name = f"{kind}-v{vocab}-l{length}"
+        self.src_vocab = self.tgt_vocab = N_SPECIAL + vocab
+        self.max_len = length + 2
+
+    @property
+    def chance_loss(self) -> float:
+        """Loss of the best constant prediction: the target tokens are uniform over
+        the symbols except the final EOS (1 in length+1 tokens)."""
+        n = self.length + 1
+        p_eos, p_sym = 1 / n, (self.length / n) / self.vocab
+        return -(p_eos * math.log(p_eos) + self.vocab * p_sym * math.log(p_sym))
+
+    def transform(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kind == "copy":
+            return x
+        if self.kind == "reverse":
+            return x.flip(-1)
+        return x.sort(-1).values
+
+    def batch(self, step: int, batch_size: int, split: str = "train") -> Batch:
+        g = torch.Generator().manual_seed(_mix(self.seed, step, split))
+        x = torch.randint(N_SPECIAL, N_SPECIAL + self.vocab, (batch_size, self.length), generator=g)
+        eos = torch.full((batch_size, 1), EOS)
+        bos = torch.full((batch_size, 1), BOS)
+        return Batch(src=torch.cat([x, eos], 1), tgt=torch.cat([bos, self.transform(x), eos], 1))
+
+    def eval_batches(self, batch_size: int, split: str = "valid", max_batches: int | None = None) -> list[Batch]:
+        return [self.batch(i, batch_size, split) for i in range(max_batches or 4)]
+
+    def decode(self, ids, side: str = "tgt") -> str:
+        out = []
+        for t in (ids.tolist() if hasattr(ids, "tolist") else ids):
+            if t == EOS:
+                break
+            if t >= N_SPECIAL:
+                out.append(str(t - N_SPECIAL))
+        return " ".join(out)
+
+    def __repr__(self) -> str:
+        return f"SyntheticTask(kind={self.kind!r}, vocab={self.vocab}, length={self.length}, seed={self.seed})"
+
+
+def synthetic(kind: str = "reverse", vocab: int = 32, length: int = 12, seed: int = 0) -> SyntheticTask:
+    """A synthetic seq2seq task: ``copy``, ``reverse`` or ``sort``."""
+    return SyntheticTask(kind, vocab, length, seed)
+
+
+def __getattr__(name):  # the real corpora live in tfx.corpus; load them lazily
+    if name in ("load_corpus", "load_iwslt14", "load_iwslt14_task", "bleu", "verify_corpus", "TranslationTask"):
+        from tfx import corpus
+
+        return getattr(corpus, name)
+    raise AttributeError(f"module 'tfx.data' has no attribute {name!r}")
