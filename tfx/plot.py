@@ -1,0 +1,96 @@
+"""The book's figure style and the plots that recur.
+
+Every figure says which profile and device produced it: ``stamp(fig, profile)``
+writes "profile: book · device: cpu" in its corner, and ``figure()`` does it for you.
+"""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+# One colour per scheme, the same in every chapter.
+COLORS = {
+    "post": "#d62728", "pre": "#1f77b4", "admin": "#2ca02c", "rezero": "#9467bd",
+    "deepnorm": "#ff7f0e", "none": "#7f7f7f", "t-fixup": "#8c564b", "lipschitz": "#e377c2",
+    "adam": "#1f77b4", "sgd": "#d62728",
+}
+STATUS_MARKERS = {"diverged": "x", "stuck": "v"}
+
+STYLE = {
+    "figure.figsize": (6.4, 3.6), "figure.dpi": 110, "savefig.dpi": 110,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+    "grid.alpha": 0.3, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+    "legend.frameon": False, "font.size": 10,
+}
+
+
+def use_style():
+    """Apply the book's matplotlib style."""
+    matplotlib.rcParams.update(STYLE)
+
+
+def color(name: str, default: str = "#333333") -> str:
+    return COLORS.get(name, default)
+
+
+def stamp(fig, profile) -> None:
+    """Write 'profile: … · device: …' in the figure's bottom-right corner."""
+    fig.text(0.995, 0.005, str(profile), ha="right", va="bottom", fontsize=7, color="#666666")
+
+
+def figure(profile, ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None, **kw):
+    """``plt.subplots`` in the book's style, stamped with ``profile``; returns (fig, axes)."""
+    use_style()
+    w = width or 4.2 * ncols + 0.6
+    h = height or 3.2 * nrows + 0.3
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), layout="constrained", **kw)
+    stamp(fig, profile)
+    return fig, axes
+
+
+def loss_curves(ax, histories: dict, smooth: int = 1, chance: bool = True, key: str = "loss"):
+    """Training curves of {label: History} on ``ax``; a diverged run ends in ×, a
+    stuck one in ▼, and the chance loss is a dotted line."""
+    for label, h in histories.items():
+        ys = np.asarray(getattr(h, key), dtype=float)
+        xs = np.asarray(h.step[: len(ys)])
+        if smooth > 1 and len(ys) >= smooth:
+            ys = np.convolve(ys, np.ones(smooth) / smooth, mode="valid")
+            xs = xs[smooth - 1:]
+        c = color(label.split()[0].lower().rstrip(":,"), None)
+        line, = ax.plot(xs, ys, label=f"{label} ({h.status})", color=c, lw=1.4)
+        if h.status in STATUS_MARKERS and len(xs):
+            finite = np.isfinite(ys)
+            if finite.any():
+                i = np.flatnonzero(finite)[-1]
+                ax.plot(xs[i], ys[i], STATUS_MARKERS[h.status], color=line.get_color(), ms=9, mew=2)
+    if chance and histories:
+        cl = next(iter(histories.values())).chance_loss
+        if math.isfinite(cl):
+            ax.axhline(cl, ls=":", color="#444444", lw=1, label="chance (best constant prediction)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (nats/token)" if key == "loss" else key)
+    ax.legend()
+    return ax
+
+
+def heatmap(ax, matrix, title: str = "", xlabel: str = "j", ylabel: str = "i", vmin=0.0, vmax=None, cmap="viridis"):
+    """A lower-triangular matrix (e.g. β_{i,j}) as an image, NaN left blank, with a colour bar."""
+    m = np.asarray(matrix, dtype=float)
+    im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, origin="upper")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(False)
+    ax.figure.colorbar(im, ax=ax, shrink=0.8)
+    return im
+
+
+def fit_line(ax, xs, fn, label: str, **kw):
+    """Draw a fitted curve ``fn(x)`` over a dense grid spanning ``xs``."""
+    grid = np.linspace(min(xs), max(xs), 200)
+    ax.plot(grid, fn(grid), ls="--", lw=1, label=label, **kw)
