@@ -4,6 +4,7 @@
 #   make book-rendered  build _build/html from the committed outputs (no execution)
 #   make browser-deps   install Debian's chromium for the browser test (root)
 #   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
+#                       (one notebook: make notebooks NB=book/03-x.ipynb; profile from TFX_PROFILE)
 #   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
 # Needs GNU make and Python >= 3.10 (python3); .venv is created on first use.
 
@@ -88,8 +89,9 @@ browser-deps-if-possible:
 	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  $(MAKE) --no-print-directory browser-deps; fi
 
+NB ?=
 notebooks: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py
+	$(BIN)/python scripts/execute_notebooks.py $(NB)
 
 clean:
 	rm -rf _build .jupyter_cache .pytest_cache

@@ -11,3 +11,4 @@ from .init import initialize, reparameterize_admin
 
 __version__ = "0.1.0"
 from .train import History, train
+from . import notebook, plot, sweep  # noqa: E402  (tfx.notebook.setup(), tfx.plot.figure(), tfx.sweep.run_grid())

@@ -153,7 +153,7 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
     vocab = model.cfg.tgt_vocab
     diverge_loss = cfg.diverge_loss or 3 * math.log(vocab)
     hist = History(chance_loss=float(task.chance_loss), device=str(device), task=getattr(task, "name", ""),
-                   model_config=model.cfg.to_dict(), train_config=cfg.to_dict())
+                   model_config=model.cfg.to_dict(), train_config=json.loads(json.dumps(cfg.to_dict())))
     torch.manual_seed(cfg.seed)  # dropout; the data depends on the step alone
     start = 0
     if resume and cfg.checkpoint_path and os.path.exists(cfg.checkpoint_path):
