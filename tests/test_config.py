@@ -101,3 +101,12 @@ def test_profiles(monkeypatch):
         P = get_profile(name)
         ModelConfig(**P.model_kwargs())  # the sizes are valid
         assert str(P).startswith(f"profile: {name} · device: ")
+
+
+def test_load_task_by_name():
+    from tfx.data import load_task
+
+    assert load_task("sort", length=5).max_len == 7
+    assert get_profile("quick").load_task().name.startswith("reverse")
+    with pytest.raises(ValueError, match="task='wmt'.*copy, reverse, sort"):
+        load_task("wmt")

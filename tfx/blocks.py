@@ -25,6 +25,15 @@ def make_norm(kind: str, d: int, eps: float) -> nn.Module:
     return nn.LayerNorm(d, eps=eps) if kind == "layernorm" else nn.RMSNorm(d, eps=eps)
 
 
+def _project(x, *linears):
+    """[lin(x) for lin in linears], computed as one matrix product."""
+    if len(linears) == 1:
+        return [linears[0](x)]
+    w = torch.cat([lin.weight for lin in linears])
+    b = torch.cat([lin.bias for lin in linears])
+    return F.linear(x, w, b).chunk(len(linears), dim=-1)
+
+
 class Attention(nn.Module):
     """Multi-head attention softmax(QKᵀ/√d_h)V through ``F.scaled_dot_product_attention``.
 
@@ -43,8 +52,11 @@ class Attention(nn.Module):
         return x.view(B, L, self.n_heads, d // self.n_heads).transpose(1, 2)
 
     def forward(self, x, memory=None, mask=None, causal=False):
-        kv = x if memory is None else memory
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(kv)), self._heads(self.v_proj(kv))
+        if memory is None:  # self-attention: one matmul for Q, K, V (as torch.nn.MultiheadAttention does)
+            q, k, v = _project(x, self.q_proj, self.k_proj, self.v_proj)
+        else:
+            (q,), (k, v) = _project(x, self.q_proj), _project(memory, self.k_proj, self.v_proj)
+        q, k, v = self._heads(q), self._heads(k), self._heads(v)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal and mask is None,
             dropout_p=self.dropout if self.training else 0.0,

@@ -106,6 +106,25 @@ def synthetic(kind: str = "reverse", vocab: int = 32, length: int = 12, seed: in
     return SyntheticTask(kind, vocab, length, seed)
 
 
+TASKS = SYNTHETIC_TASKS + ("libreoffice-de-en", "iwslt14")
+
+
+def load_task(name: str, seed: int = 0, length: int = 12):
+    """A task by name: a synthetic one (``length`` symbols), the shipped LibreOffice
+    corpus, or IWSLT'14 De-En (downloads from the Hugging Face hub; full profile)."""
+    if name in SYNTHETIC_TASKS:
+        return synthetic(name, length=length, seed=seed)
+    if name == "libreoffice-de-en":
+        from .corpus import load_corpus
+
+        return load_corpus(name, seed=seed)
+    if name == "iwslt14":
+        from .corpus import load_iwslt14_task
+
+        return load_iwslt14_task(seed=seed)
+    raise ValueError(f"task={name!r} is not a task; choose one of: {', '.join(TASKS)}")
+
+
 def __getattr__(name):  # the real corpora live in tfx.corpus; load them lazily
     if name in ("load_corpus", "load_iwslt14", "load_iwslt14_task", "bleu", "verify_corpus", "TranslationTask"):
         from tfx import corpus

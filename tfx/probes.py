@@ -65,8 +65,8 @@ def _ln_fn(ln, d, eps):
 
 def _jacobian_norm_one(f, x, method, iters, tol, seed):
     if method == "exact":
-        J = torch.autograd.functional.jacobian(f, x)
-        return float(torch.linalg.matrix_norm(J, ord=2))
+        J = torch.autograd.functional.jacobian(f, x, vectorize=True)
+        return float(torch.linalg.matrix_norm(J.detach(), ord=2))
     # power iteration on JᵀJ: v ← Jᵀ(J v) with one jvp and one vjp per step, no d×d matrix
     g = torch.Generator().manual_seed(seed)
     v = torch.randn(x.shape, generator=g, dtype=x.dtype).to(x.device)
@@ -76,6 +76,7 @@ def _jacobian_norm_one(f, x, method, iters, tol, seed):
         _, jv = torch.func.jvp(f, (x,), (v,))
         _, pull = torch.func.vjp(f, x)
         (w,) = pull(jv)
+        jv, w = jv.detach(), w.detach()
         new = float(jv.norm())  # ‖J v‖ with ‖v‖ = 1: a lower bound that rises to σ_max
         nw = w.norm()
         if nw == 0:
@@ -222,8 +223,12 @@ def hidden_norms(model, inputs, stack: str | None = None) -> dict:
 
 
 def gaussian_inputs(batch: int, length: int, d: int, seed: int = 0, std: float = 1.0) -> torch.Tensor:
-    """x_0 ~ N(0, std² I_d) for every token: (batch, length, d). E‖x_0‖² = std² d."""
-    g = torch.Generator().manual_seed(seed)
+    """x_0 ~ N(0, std² I_d) for every token: (batch, length, d). E‖x_0‖² = std² d.
+
+    The generator's seed is salted: ``torch.manual_seed(seed)`` followed by weight
+    draws would otherwise produce these very numbers, and an input equal to the
+    first layer's weights is not independent of them."""
+    g = torch.Generator().manual_seed(1_000_003 * (seed + 1) + 17)
     return std * torch.randn(batch, length, d, generator=g)
 
 
@@ -290,6 +295,24 @@ def profile_stats(values) -> dict:
     slope = fit_loglog(idx, v)[0] if _np.all(v > 0) else float("nan")
     return {"spearman": sp_, "last_over_first": float(v[-1] / v[0]), "slope": float(slope),
             "cv": float(v.std() / v.mean())}
+
+
+def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch_size: int = 32,
+                      param: str = "ffn.f.fc2.weight", first_seed: int = 0, **model_kw) -> _np.ndarray:
+    """Per-layer gradient norms at init of fresh encoder-only models on ``task`` (LN-4, LN-5).
+
+    For each seed s a model ``build_model(n_enc=n_layers, n_dec=0, placement=…, seed=s,
+    **model_kw)`` gets one backward pass on ``task.batch(s, batch_size)``. Returns an
+    array (seeds, n_layers) of ‖∂loss/∂(layers.l.<param>)‖_F; column −1 is the last
+    layer's W^{2,N} of Theorem 1."""
+    from .model import build_model
+
+    kw = dict(src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **model_kw)
+    rows = []
+    for s in range(first_seed, first_seed + seeds):
+        m = build_model(n_enc=n_layers, n_dec=0, placement=placement, seed=s, **kw)
+        rows.append(layer_grad_norms(m, task.batch(s, batch_size), "encoder", param))
+    return _np.array(rows)
 
 
 # ============================================================== amplification and Admin (GV-1 … GV-3, AM-1, AM-2, AD-1, AD-2)
@@ -380,7 +403,8 @@ def layer_dependency(model, batch) -> dict:
     scale (g = 1, ω or α). Standard deviations are scalars over the whole batch tensor;
     the bookkeeping treats LN as a scalar rescaling, the paper's approximation.
 
-    Returns ``{stack: {"beta", "names", "kinds", "layer", "branch_var"}}``; ``beta``
+    Returns ``{stack: {"beta", "names", "kinds", "layer", "branch_var", "input_var"}}``
+    (Var a_i per sub-layer and Var x_0, scalars over the batch tensor); ``beta``
     is (L+1)×(L+1), row i = x_i, column j = branch j (0: the embedding), NaN above
     the diagonal. Pre-LN at init: β_{i,j} ≈ 1/sqrt(i+1); Post-LN: mass on j = i."""
     was = model.training
@@ -416,7 +440,8 @@ def layer_dependency(model, batch) -> dict:
                 g, h = float(gx.std() / x.std()) * ln_scale, ln_scale
             c = [g * cj for cj in c] + [h * _math.sqrt(vf)]
             beta[i, : i + 1] = _np.array(c) / float(x_out.std())
-        out[s] = {"beta": beta, **_describe([r["name"] for r in records]), "branch_var": _np.array(var_f)}
+        out[s] = {"beta": beta, **_describe([r["name"] for r in records]), "branch_var": _np.array(var_f),
+                  "input_var": float(records[0]["x"].var())}
     return out
 
 
@@ -532,16 +557,22 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
     layers, for each scheme, averaged over ``seeds`` (each seed: a fresh init, a fresh
     δ). One batch of ``task`` is the input x_0 and Admin's profiling batch.
 
-    Returns ``{"depths": array, scheme: array (len(depths), seeds)}``."""
+    Alongside, ``res["sum_beta_sq"][scheme]`` holds Σ_i β²_{i,i} of the same models
+    (``layer_dependency``): Theorem 2 says the output change is C times it.
+
+    Returns ``{"depths": array, scheme: array (len(depths), seeds), "sum_beta_sq": {scheme: array}}``."""
     batch = task.batch(0, batch_size)
-    res = {"depths": _np.asarray(depths)}
+    res = {"depths": _np.asarray(depths), "sum_beta_sq": {}}
     for sch in schemes:
         vals = _np.zeros((len(depths), seeds))
+        sb = _np.zeros((len(depths), seeds))
         for a, n in enumerate(depths):
             for s in range(seeds):
                 m = build_scheme(sch, task, n, batch=batch, seed=s, **model_kw)
                 vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=1000 + s)
+                sb[a, s] = float(_np.nansum(_np.diag(layer_dependency(m, batch)["encoder"]["beta"])[1:] ** 2))
         res[sch] = vals
+        res["sum_beta_sq"][sch] = sb
     return res
 
 
@@ -583,7 +614,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
         loss.backward()
         gsum += [float(p.grad.norm()) if p.grad is not None else 0.0 for _, p in chosen]
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     grad = gsum / steps
     upd = _np.array([float((p.detach() - s).norm()) for (_, p), s in zip(chosen, start)])
     return {"names": [n for n, _ in chosen], "grad": grad, "update": upd,

@@ -38,6 +38,12 @@ class Profile:
         d = self.train_d_model if train else self.d_model
         return {"d_model": d, "n_heads": self.n_heads, "d_ffn": 4 * d}
 
+    def load_task(self, seed: int = 0):
+        """The task this profile trains on (``tfx.data.load_task(self.task)``)."""
+        from .data import load_task
+
+        return load_task(self.task, seed=seed, length=self.seq_len)
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -1,0 +1,41 @@
+"""Synthetic tasks: the right targets, deterministic batches, the chance loss."""
+import math
+
+import pytest
+import torch
+
+from tfx.data import BOS, EOS, N_SPECIAL, synthetic
+
+
+@pytest.mark.parametrize("kind", ["copy", "reverse", "sort"])
+def test_targets(kind):
+    task = synthetic(kind, vocab=10, length=7, seed=3)
+    b = task.batch(5, 16)
+    x = b.src[:, :-1]
+    assert (b.src[:, -1] == EOS).all() and (b.tgt[:, 0] == BOS).all() and (b.tgt[:, -1] == EOS).all()
+    assert ((x >= N_SPECIAL) & (x < N_SPECIAL + 10)).all()
+    want = {"copy": x, "reverse": x.flip(-1), "sort": x.sort(-1).values}[kind]
+    assert torch.equal(b.tgt[:, 1:-1], want)
+
+
+def test_batches_are_a_function_of_seed_step_and_split():
+    t = synthetic(seed=1)
+    assert torch.equal(t.batch(3, 8).src, t.batch(3, 8).src)
+    assert not torch.equal(t.batch(3, 8).src, t.batch(4, 8).src)
+    assert not torch.equal(t.batch(3, 8).src, t.batch(3, 8, "valid").src)
+    assert not torch.equal(t.batch(3, 8).src, synthetic(seed=2).batch(3, 8).src)
+
+
+def test_chance_loss_is_the_entropy_of_the_targets():
+    t = synthetic("copy", vocab=5, length=4)
+    tgt = t.batch(0, 20000).tgt[:, 1:]
+    counts = torch.bincount(tgt.flatten(), minlength=t.tgt_vocab).double()
+    p = counts[counts > 0] / counts.sum()
+    assert t.chance_loss == pytest.approx(float(-(p * p.log()).sum()), rel=2e-3)
+    assert t.chance_loss < math.log(t.tgt_vocab)
+
+
+@pytest.mark.parametrize("kw, field", [(dict(kind="shuffle"), "kind"), (dict(vocab=1), "vocab"), (dict(length=0), "length")])
+def test_bad_task_arguments(kw, field):
+    with pytest.raises(ValueError, match=field):
+        synthetic(**kw)
