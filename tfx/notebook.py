@@ -9,8 +9,6 @@ Jupyter Book (Colab, a plain kernel) it simply shows nothing.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
 from .plot import use_style
@@ -18,12 +16,14 @@ from .profiles import get_profile
 
 
 def setup(profile: str | None = None, seed: int = 0, threads: int | None = None):
-    """Choose the profile, apply the figure style, fix seeds; print and return the profile."""
+    """Choose the profile, apply the figure style, fix seeds, use ``threads`` CPU threads
+    (default 1); print and return the profile."""
     P = get_profile(profile)
     use_style()
     torch.manual_seed(seed)
     if threads or P.device == "cpu":
-        torch.set_num_threads(threads or min(4, os.cpu_count() or 1))
+        # The book's models are small: one thread is as fast, and immune to a busy machine.
+        torch.set_num_threads(threads or 1)
     print(P)
     return P
 

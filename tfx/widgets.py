@@ -46,6 +46,79 @@ def control(kind, key: str, description: str, **kw):
 # ============================================================== training explorer (anatomy chapter)
 
 
+def _train_key(cfg, tc) -> tuple:
+    """What identifies a training run for the explorer's cache."""
+    return (cfg.placement, cfg.init, cfg.n_enc, cfg.n_dec, cfg.d_model, cfg.n_heads, cfg.d_ffn,
+            float(tc.lr), tc.warmup, tc.steps, tc.batch_size, tc.schedule, tc.seed)
+
+
+def training_explorer(P=None, task=None, depth: int | None = None, lr: float | None = None,
+                      placement: str = "post", init: str = "xavier", warmup: int = 0, records=()):
+    """Train a tiny encoder–decoder live (AD-3, WU-1 at toy scale).
+
+    Choose the placement of the normalisation, the initialiser, the depth N
+    (encoder and decoder layers), the peak learning rate and the warmup steps, then
+    press *Train*: a fresh model (seed 0) trains ``P.train_steps`` steps with Adam on
+    ``task`` (default: the reverse task, length ``P.seq_len``) at the profile's width
+    and batch size, and its loss curve appears with the run's status ('ok', 'stuck'
+    near chance, or 'diverged'); earlier runs stay in grey for comparison. A setting
+    the library refuses (e.g. init='admin' with placement='pre') shows the library's
+    message instead of a curve. ``records`` (from ``tfx.sweep.run_grid``) pre-fill a
+    cache, so a setting the chapter already trained is drawn without retraining."""
+    from .config import INITS, PLACEMENTS, ModelConfig, TrainConfig
+    from .data import synthetic
+    from .plot import figure, loss_curves
+    from .sweep import run_one
+
+    P = _ln_profile(P)
+    task = task or synthetic("reverse", length=P.seq_len)
+    depth = depth or P.deep
+    lr = lr or P.train_lr
+    cache = {_train_key(r.config, r.train_config): r for r in records}
+    past = []  # (label, History) of earlier presses, newest last
+
+    def run(placement, init, depth, lr, warmup):
+        try:
+            cfg = ModelConfig.for_task(task, n_enc=depth, n_dec=depth, placement=placement, init=init,
+                                       **P.model_kwargs(train=True))
+            tc = TrainConfig(steps=P.train_steps, batch_size=P.batch_size, lr=lr, warmup=warmup,
+                             device=P.device, record_updates=False)
+        except ValueError as e:
+            print(f"This combination is not allowed:\n  ValueError: {e}")
+            return
+        key = _train_key(cfg, tc)
+        rec = cache.get(key)
+        if rec is None:
+            rec = cache[key] = run_one("explorer", cfg, task, tc, seed=0)
+        h = rec.history
+        label = f"{placement} ({init}), N {depth}, lr {lr:.1e}, warmup {warmup}"
+        fig, ax = figure(P, width=7.6, height=3.6)
+        for old_label, old in past[-4:]:
+            if old_label != label:
+                ax.plot(old.step, old.loss, color="#999999", lw=0.9, alpha=0.6)
+        loss_curves(ax, {label: h})
+        ax.set_title(f"{task.name}: status {h.status}, final loss {h.final_loss():.3f} "
+                     f"(chance {h.chance_loss:.2f}) · {rec.wall_time:.0f} s", fontsize=9)
+        if past and any(lbl != label for lbl, _ in past[-4:]):
+            ax.plot([], [], color="#999999", lw=0.9, label="earlier runs")
+            ax.legend(fontsize=8)
+        past[:] = [(lbl, old) for lbl, old in past if lbl != label] + [(label, h)]
+        if h.reason:
+            print(f"{h.status}: {h.reason}")
+
+    controls = [
+        control(W.Dropdown, "placement", "placement", options=list(PLACEMENTS), value=placement),
+        control(W.Dropdown, "init", "initialiser", options=list(INITS), value=init),
+        control(W.IntSlider, "depth", "layers N (enc = dec)", value=depth, min=1, max=24, step=1,
+                continuous_update=False),
+        control(W.FloatLogSlider, "lr", "peak learning rate", value=lr, base=10, min=-5, max=-1.5, step=0.25,
+                readout_format=".1e", continuous_update=False),
+        control(W.IntSlider, "warmup", "warmup steps", value=warmup, min=0, max=P.train_steps, step=10,
+                continuous_update=False),
+    ]
+    return _panel(controls, run, button="Train")
+
+
 # ============================================================== LayerNorm / gradients-at-init explorers
 
 
@@ -163,3 +236,65 @@ def gradients_at_init_explorer(P=None):
 
 
 # ============================================================== amplification / Admin explorers
+
+
+def amplification_explorer(P=None):
+    """GV-1, AM-1, AM-2, AD-1 on a button: a fresh model at initialisation.
+
+    Choose the placement (Post-LN, Pre-LN or Admin) and the depth N. Left: the layer
+    dependency β_{i,j} of an N-layer encoder (``probes.layer_dependency``; column 0 is
+    the embedding). Middle: the output change ‖F(W) − F(W + δ)‖² under random noise
+    (δ = 1e-2 × each matrix's std) for encoders of 1 … N layers, all three placements,
+    the chosen one bold, with Theorem 2's shape (N or ln N) fitted to it. Right: the
+    relative gradient norm of every sub-layer output of an N-layer encoder–decoder."""
+    import numpy as np
+
+    from . import probes, theory
+    from .data import synthetic
+    from .plot import color, figure, heatmap
+
+    P = _ln_profile(P)
+    task = synthetic("reverse", length=P.seq_len)
+    batch = task.batch(0, P.batch_size)
+
+    def run(placement, depth):
+        fig, (a, b, c) = figure(P, ncols=3, width=13.5, height=3.6)
+        m = probes.build_scheme(placement, task, depth, batch=batch, **P.model_kwargs())
+        beta = probes.layer_dependency(m, batch)["encoder"]["beta"]
+        heatmap(a, beta, title=f"β of a {depth}-layer {placement} encoder", xlabel="branch j (0: embedding)",
+                ylabel="sub-layer output i", vmin=0, vmax=1)
+        depths = sorted({1, max(1, depth // 4), max(1, depth // 2), depth})
+        sweep = probes.output_change_sweep(task, depths, ("post", "pre", "admin"), seeds=1,
+                                           batch_size=P.batch_size, **P.model_kwargs())
+        N = np.array(depths, dtype=float)
+        for sch in ("post", "pre", "admin"):
+            y = sweep[sch].mean(1)
+            b.plot(N, y, "o-", color=color(sch), lw=2.5 if sch == placement else 1, ms=4,
+                   alpha=1 if sch == placement else 0.45, label=f"{sch}-LN" if sch != "admin" else "Admin")
+        y = sweep[placement].mean(1)
+        x = N if placement == "post" else np.log(N)
+        if len(depths) >= 3:
+            k, c0, r2 = theory.fit_linear(x, y)
+            grid = np.linspace(1, depth, 100)
+            form = "N" if placement == "post" else "ln N"
+            b.plot(grid, k * (grid if placement == "post" else np.log(grid)) + c0, "--", color="#444444", lw=1,
+                   label=f"fit against {form}: R² = {r2:.2f}")
+        b.set_xlabel("layers N")
+        b.set_ylabel("‖ΔF‖² per token (random δ)")
+        b.legend(fontsize=7)
+        ed = probes.build_scheme(placement, task, depth, batch=batch, n_dec=depth, **P.model_kwargs())
+        g = probes.sublayer_grad_norms(ed, batch)
+        for stack, mk in (("encoder", "o"), ("decoder", "s")):
+            r = g[stack]
+            c.semilogy(np.arange(1, len(r["relative"]) + 1), r["relative"], mk + "-", ms=3,
+                       color=color(placement), alpha=1 if stack == "decoder" else 0.5, label=stack)
+        c.set_xlabel("sub-layer i (bottom → top)")
+        c.set_ylabel("relative ‖∂loss/∂x_i‖")
+        c.set_title(f"{depth}+{depth}-layer encoder–decoder", fontsize=9)
+        c.legend(fontsize=7)
+
+    controls = [
+        control(W.Dropdown, "placement", "placement", options=["post", "pre", "admin"], value="post"),
+        control(W.IntSlider, "depth", "layers N", value=6, min=2, max=24, step=1),
+    ]
+    return _panel(controls, run, button="Measure")
