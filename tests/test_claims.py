@@ -18,15 +18,8 @@ from tfx import probes, theory
 # on one thread (faster for small models, above all on a shared machine); the
 # tolerances below were checked against three disjoint groups of seeds.
 
-@pytest.fixture
-def _ln_one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
-
-def test_LN_1_jacobian_spectral_norm(_ln_one_thread):
+def test_LN_1_jacobian_spectral_norm():
     """J_LN = (√d/s)(I − 11ᵀ/d − ccᵀ/s²) and ‖J_LN‖₂ = √d/s, s² = ‖x−μ‖² + d·eps:
     sympy derivation, autograd vs formula to 1e-5 relative, log-log slope −1."""
     assert theory.derive_layernorm_jacobian(d=3, with_eps=True).equal
@@ -50,7 +43,7 @@ def test_LN_1_jacobian_spectral_norm(_ln_one_thread):
     assert slope == pytest.approx(-1.0, abs=1e-6) and r2 > 0.999999
 
 
-def test_LN_2_relu_norm_expectation(_ln_one_thread):
+def test_LN_2_relu_norm_expectation():
     """Lemma 1: E‖ReLU(X)‖² = σ²d/2 for X ~ N(0, σ²I_d): sympy, and Monte Carlo within 1 %."""
     import sympy as sp
 
@@ -66,7 +59,7 @@ def test_LN_2_relu_norm_expectation(_ln_one_thread):
         assert abs(mc - s_**2 * d_) / (s_**2 * d_) > 0.25
 
 
-def test_LN_3_hidden_norms_lemma2(_ln_one_thread):
+def test_LN_3_hidden_norms_lemma2():
     """Lemma 2 in its simplified setting (W_Q = W_K = 0, Xavier-normal d×d weights,
     Gaussian input with E‖x_0‖² = d): Post-LN E‖x_l^{post,5}‖² = 1.5 d at every layer
     (16 seeds: each layer within 10 %, their mean within 3 %), Pre-LN E‖x_l‖² within [(1 + l/2) d, (1 + 3l/2) d] after l blocks
@@ -92,7 +85,7 @@ def test_LN_3_hidden_norms_lemma2(_ln_one_thread):
     assert 0.5 <= slope <= 1.5, slope
 
 
-def test_LN_4_last_ffn_gradient_vs_depth(_ln_one_thread):
+def test_LN_4_last_ffn_gradient_vs_depth():
     """Theorem 1: ‖∂L/∂W^{2,N}‖_F ∝ N^k with k = 0 (Post-LN) and k = −1/2 (Pre-LN).
     Fitted on N ∈ {3, 6, 12, 24}, 4 seeds: Post-LN |k| ≤ 0.25, Pre-LN k < −0.2
     (measured −0.28 … −0.34), and Pre-LN below Post-LN at every depth."""
@@ -108,7 +101,7 @@ def test_LN_4_last_ffn_gradient_vs_depth(_ln_one_thread):
     assert np.all(last["pre"] < last["post"])
 
 
-def test_LN_5_per_layer_gradient_profile(_ln_one_thread):
+def test_LN_5_per_layer_gradient_profile():
     """Per-layer ‖∂L/∂W^{2,l}‖ at init, N = 12, 4 seeds. What holds at this size:
     Pre-LN falls toward the output (Spearman ≤ −0.9, top/bottom ≤ 0.6; the paper
     shows it about flat), Post-LN does not fall (top/bottom ≥ 0.9, the paper: it
@@ -132,20 +125,12 @@ _AM_TASK = tfx.synthetic("reverse", length=12)
 _AM_SIZES = dict(d_model=64, n_heads=4, d_ffn=256)
 
 
-@pytest.fixture
-def _am_one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _am_model(n_enc, n_dec=0, seed=0, batch=None, **kw):
     cfg = tfx.ModelConfig.for_task(_AM_TASK, n_enc=n_enc, n_dec=n_dec, **{**_AM_SIZES, **kw})
     return tfx.build_model(cfg, batch=batch, seed=seed)
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_GV_1_only_post_ln_decoder_gradients_vanish():
     """Theorem 1 + Fig. 3: at init the Post-LN *encoder* passes gradients down undiminished
     (Var[Δx_{i−1}] ≥ Var[Δx_i]: bottom/top ≥ 0.9), the Post-LN *decoder* loses them (bottom/top
@@ -171,15 +156,13 @@ def test_GV_1_only_post_ln_decoder_gradients_vanish():
     assert across_cross < 0.85 < elsewhere
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_GV_2_fixing_vanishing_alone_does_not_stabilise():
     """Table 1: a Post-LN encoder with a Pre-LN decoder has no vanishing gradients, yet at a
     depth and learning rate where Post/Post collapses it does not train like Pre/Pre.
     At our scale the hybrid does not diverge: it learns where the end token goes and stalls
-    on that plateau, (n/(n+1))·ln V. Robust form, N 6, width 32, lr 3e-3, 120 steps (seeds
-    0–3 checked: margins 0.25–0.40 nats): Post/Post ends 'stuck'; the hybrid stays above
-    0.9 × the position-only loss; Pre/Pre ends 'ok' and ≥ 0.15 nats below the hybrid."""
-    pos_only = _AM_TASK.length / (_AM_TASK.length + 1) * np.log(_AM_TASK.vocab)
+    there, at chance for this task, (n/(n+1))·ln V (the best source-free prediction). Robust
+    form, N 6, width 32, lr 3e-3, 120 steps (seeds 0–3 checked: margins 0.25–0.40 nats):
+    Post/Post and the hybrid end 'stuck'; Pre/Pre ends 'ok' and ≥ 0.15 nats below the hybrid."""
     runs = {}
     for enc, dec in (("post", "post"), ("post", "pre"), ("pre", "pre")):
         m = tfx.build_model(tfx.ModelConfig.for_task(_AM_TASK, n_enc=6, n_dec=6, enc_placement=enc,
@@ -187,11 +170,10 @@ def test_GV_2_fixing_vanishing_alone_does_not_stabilise():
         runs[enc, dec] = tfx.train(m, _AM_TASK, steps=120, lr=3e-3, batch_size=16, record_updates=False)
     assert runs["post", "post"].status == "stuck"
     hybrid, pre = runs["post", "pre"], runs["pre", "pre"]
-    assert hybrid.final_loss() > 0.9 * pos_only
+    assert hybrid.status == "stuck"
     assert pre.status == "ok" and pre.final_loss() < hybrid.final_loss() - 0.15
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_GV_3_adam_equalises_update_sizes_sgd_does_not():
     """Fig. 5: the attention matrices' gradient norms spread over decades; Adam's updates
     over 10 steps are within a small factor of each other, SGD's inherit the gradients'
@@ -205,7 +187,6 @@ def test_GV_3_adam_equalises_update_sizes_sgd_does_not():
     assert probes.log_spread(sgd["update"]) > 0.7 * probes.log_spread(sgd["grad"])
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_AM_1_layer_dependency_post_concentrated_pre_uniform():
     """§4.1, Fig. 7 (6 layers = 12 sub-layers, at init): Pre-LN's last row is roughly
     uniform, each β_{12,j} within a factor 2.5 of 1/√13 (x_0 counted as branch 0);
@@ -224,7 +205,6 @@ def test_AM_1_layer_dependency_post_concentrated_pre_uniform():
         assert np.all(np.abs(np.nansum(b**2, axis=1) - 1) < 0.35)
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_AM_2_output_change_post_linear_pre_logarithmic():
     """Theorem 2, Cor. 1–2, Fig. 4: under random δ (1e-2 × each matrix's std) the output
     change of Post-LN grows like N (R² ≥ 0.9 against N, and better than against log N),
@@ -240,7 +220,6 @@ def test_AM_2_output_change_post_linear_pre_logarithmic():
     assert post[-1] > 3 * pre[-1]
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_AD_1_admin_beta_diag_is_one_over_i_and_tracks_pre_ln():
     """§4.3: after Admin's profiling, β²_{i,i} ≈ 1/i: the log-log slope of β²_{i,i} against
     i is −1 ± 0.4 and i·β²_{i,i} has geometric mean within a factor 3 of 1. With the measured
@@ -263,7 +242,6 @@ def test_AD_1_admin_beta_diag_is_one_over_i_and_tracks_pre_ln():
     assert ch["admin"] < 1.5 * ch["pre"] and ch["admin"] < 0.5 * ch["post"]
 
 
-@pytest.mark.usefixtures("_am_one_thread")
 def test_AD_2_admin_reparameterises_to_post_ln():
     """§4.3: after training, folding ω into the weights gives a plain Post-LN model that
     computes the same function: max |Δlogit| ≤ 1e-5 (ω has moved off its initial value)."""

@@ -9,14 +9,6 @@ import tfx
 from tfx import probes, theory
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Small models run faster on one thread, especially on a shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 @pytest.mark.parametrize("d", [3, 16, 200])
 @pytest.mark.parametrize("eps", [0.0, 1e-5, 0.3])

@@ -17,14 +17,6 @@ BATCH = TASK.batch(0, 8)
 SIZES = dict(d_model=32, n_heads=2, d_ffn=64)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one thread is faster, and much faster on a shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _model(n_enc=2, n_dec=2, seed=0, **kw):
     cfg = tfx.ModelConfig.for_task(TASK, n_enc=n_enc, n_dec=n_dec, **{**SIZES, **kw})

@@ -121,15 +121,25 @@ class Residual(nn.Module):
         return f"placement={self.placement!r}"
 
 
+def _attention(cfg):
+    return Attention(cfg.d_model, cfg.n_heads, cfg.attn_dropout)
+
+
+def _ffn(cfg):
+    return FeedForward(cfg.d_model, cfg.d_ffn, cfg.activation, cfg.act_dropout)
+
+
+def _sublayer(f, cfg, placement, alpha):
+    return Residual(f, cfg.d_model, placement, cfg.norm, cfg.norm_eps, cfg.dropout, alpha)
+
+
 class EncoderLayer(nn.Module):
     """Self-attention then FFN, each a residual sub-layer."""
 
     def __init__(self, cfg, placement: str, alpha: float = 1.0):
         super().__init__()
-        d = cfg.d_model
-        res = dict(d=d, placement=placement, norm=cfg.norm, eps=cfg.norm_eps, dropout=cfg.dropout, alpha=alpha)
-        self.self_attn = Residual(Attention(d, cfg.n_heads, cfg.attn_dropout), **res)
-        self.ffn = Residual(FeedForward(d, cfg.d_ffn, cfg.activation, cfg.act_dropout), **res)
+        self.self_attn = _sublayer(_attention(cfg), cfg, placement, alpha)
+        self.ffn = _sublayer(_ffn(cfg), cfg, placement, alpha)
 
     def forward(self, x, mask=None, causal=False):
         return self.ffn(self.self_attn(x, mask=mask, causal=causal))
@@ -140,11 +150,9 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg, placement: str, alpha: float = 1.0):
         super().__init__()
-        d = cfg.d_model
-        res = dict(d=d, placement=placement, norm=cfg.norm, eps=cfg.norm_eps, dropout=cfg.dropout, alpha=alpha)
-        self.self_attn = Residual(Attention(d, cfg.n_heads, cfg.attn_dropout), **res)
-        self.cross_attn = Residual(Attention(d, cfg.n_heads, cfg.attn_dropout), **res)
-        self.ffn = Residual(FeedForward(d, cfg.d_ffn, cfg.activation, cfg.act_dropout), **res)
+        self.self_attn = _sublayer(_attention(cfg), cfg, placement, alpha)
+        self.cross_attn = _sublayer(_attention(cfg), cfg, placement, alpha)
+        self.ffn = _sublayer(_ffn(cfg), cfg, placement, alpha)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
         x = self.self_attn(x, mask=self_mask, causal=True)

@@ -65,11 +65,11 @@ class SyntheticTask:
 
     @property
     def chance_loss(self) -> float:
-        """Loss of the best constant prediction: the target tokens are uniform over
-        the symbols except the final EOS (1 in length+1 tokens)."""
-        n = self.length + 1
-        p_eos, p_sym = 1 / n, (self.length / n) / self.vocab
-        return -(p_eos * math.log(p_eos) + self.vocab * p_sym * math.log(p_sym))
+        """Loss of the best prediction that ignores the source: it knows where EOS
+        goes (every sequence has the same length) and guesses each symbol uniformly,
+        (length / (length + 1)) · ln(vocab) nats per target token. A model whose loss
+        stays there has learned nothing about its input."""
+        return self.length / (self.length + 1) * math.log(self.vocab)
 
     def transform(self, x: torch.Tensor) -> torch.Tensor:
         if self.kind == "copy":

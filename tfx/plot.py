@@ -71,7 +71,7 @@ def loss_curves(ax, histories: dict, smooth: int = 1, chance: bool = True, key: 
     if chance and histories:
         cl = next(iter(histories.values())).chance_loss
         if math.isfinite(cl):
-            ax.axhline(cl, ls=":", color="#444444", lw=1, label="chance (best constant prediction)")
+            ax.axhline(cl, ls=":", color="#444444", lw=1, label="chance (best prediction ignoring the input)")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (nats/token)" if key == "loss" else key)
     ax.legend()

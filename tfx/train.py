@@ -217,7 +217,7 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
         if final >= cfg.stuck_fraction * hist.chance_loss:
             hist.status = "stuck"
             hist.reason = (f"final loss {final:.4g} ≥ {cfg.stuck_fraction} × chance loss {hist.chance_loss:.4g} "
-                           "(the output collapsed to, or never left, the best constant prediction)")
+                           "(the model collapsed to, or never left, the best prediction that ignores its input)")
         else:
             hist.status = "ok"
     hist.wall_time = time.perf_counter() - t0
