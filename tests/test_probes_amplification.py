@@ -2,7 +2,6 @@
 
 Small models (d 32) so the whole file runs in a few seconds; the claims themselves
 are tested at the quick profile's sizes in tests/test_claims.py."""
-import math
 
 import numpy as np
 import pytest

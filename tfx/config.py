@@ -6,7 +6,7 @@ allowed, so a typo in a notebook fails on the line that made it.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Where the residual connection and the normalisation sit (blocks.Residual).
 PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none")

@@ -9,8 +9,13 @@ output f_i(x_{i-1}) of one forward pass.
 from __future__ import annotations
 
 import contextlib
+import copy
+import math
 
+import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from .blocks import Residual
 
@@ -49,18 +54,12 @@ def record_branches(model, detach: bool = True):
 #   xiong_simplified(model, seed)                   W_Q = W_K = 0, Xavier-normal weights (Lemma 2)
 #   profile_stats(values)                           monotonicity / flatness of a per-layer profile
 
-import math as _math
-
-import numpy as _np
-import torch.nn.functional as _F
-from torch import nn as _nn
-
 
 def _ln_fn(ln, d, eps):
     """x -> LayerNorm(x): the module ``ln`` if given, else ``F.layer_norm`` without affine."""
     if ln is not None:
         return ln
-    return lambda v: _F.layer_norm(v, (d,), eps=eps)
+    return lambda v: F.layer_norm(v, (d,), eps=eps)
 
 
 def _jacobian_norm_one(f, x, method, iters, tol, seed):
@@ -112,7 +111,7 @@ def ln_jacobian_norm(x, ln=None, eps: float = 1e-5, method: str = "auto", iters:
     f = _ln_fn(ln, d, eps)
     flat = x.detach().reshape(-1, d)
     out = [_jacobian_norm_one(f, v.clone(), method, iters, tol, seed) for v in flat]
-    return out[0] if x.dim() == 1 else _np.asarray(out).reshape(x.shape[:-1])
+    return out[0] if x.dim() == 1 else np.asarray(out).reshape(x.shape[:-1])
 
 
 def _loss_backward(model, batches):
@@ -151,7 +150,7 @@ def _stack_name(model, stack):
 
 
 def layer_grad_norms(model, batch=None, stack: str | None = None, param: str = "ffn.f.fc2.weight",
-                     grads: dict | None = None) -> _np.ndarray:
+                     grads: dict | None = None) -> np.ndarray:
     """‖∂loss/∂(layers.l.<param>)‖_F for l = 1 … N of one stack, as an array (LN-5).
 
     ``stack``: 'encoder' or 'decoder' (None: the one feeding the output projection).
@@ -165,7 +164,7 @@ def layer_grad_norms(model, batch=None, stack: str | None = None, param: str = "
     if missing:
         raise KeyError(f"no gradient for {missing[0]!r} (parameter names look like "
                        f"'{name}.layers.0.ffn.f.fc2.weight')")
-    return _np.array([grads[k] for k in keys])
+    return np.array([grads[k] for k in keys])
 
 
 def last_ffn_grad_norm(model, batch=None, stack: str | None = None, grads: dict | None = None) -> float:
@@ -219,7 +218,7 @@ def hidden_norms(model, inputs, stack: str | None = None) -> dict:
         out["ffn_sum"].append(_sq(s))
         res = st.layers[l].ffn
         out["output"].append(_sq(res.norm(s)) if res.placement == "post" else _sq(s))
-    return {k: (v if k == "input" else _np.array(v)) for k, v in out.items()}
+    return {k: (v if k == "input" else np.array(v)) for k, v in out.items()}
 
 
 def gaussian_inputs(batch: int, length: int, d: int, seed: int = 0, std: float = 1.0) -> torch.Tensor:
@@ -250,14 +249,14 @@ def xiong_simplified(model, seed: int | None = 0):
         torch.manual_seed(seed)
     for st in model.stacks().values():
         for m in st.modules():
-            if isinstance(m, _nn.Linear):
-                _nn.init.xavier_normal_(m.weight)
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_normal_(m.weight)
                 if m.bias is not None:
-                    _nn.init.zeros_(m.bias)
-            elif isinstance(m, (_nn.LayerNorm, _nn.RMSNorm)):
-                _nn.init.ones_(m.weight)
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
+                nn.init.ones_(m.weight)
                 if getattr(m, "bias", None) is not None:
-                    _nn.init.zeros_(m.bias)
+                    nn.init.zeros_(m.bias)
         for m in st.modules():
             if isinstance(m, Attention):
                 for lin in (m.q_proj, m.k_proj):
@@ -268,11 +267,11 @@ def xiong_simplified(model, seed: int | None = 0):
 
 
 def _ranks(v):
-    v = _np.asarray(v, dtype=float)
-    order = _np.argsort(v, kind="mergesort")
-    r = _np.empty(len(v))
-    r[order] = _np.arange(len(v), dtype=float)
-    for val in _np.unique(v):  # average ranks of ties
+    v = np.asarray(v, dtype=float)
+    order = np.argsort(v, kind="mergesort")
+    r = np.empty(len(v))
+    r[order] = np.arange(len(v), dtype=float)
+    for val in np.unique(v):  # average ranks of ties
         tie = v == val
         r[tie] = r[tie].mean()
     return r
@@ -284,21 +283,21 @@ def profile_stats(values) -> dict:
     ``last_over_first`` (value at the top layer / value at the bottom layer),
     ``slope`` (log-log exponent against the layer index 1 … N) and ``cv``
     (standard deviation / mean: 0 is perfectly flat)."""
-    v = _np.asarray(values, dtype=float)
+    v = np.asarray(values, dtype=float)
     if v.size < 2:
         raise ValueError("a profile needs at least two layers")
-    idx = _np.arange(1, v.size + 1, dtype=float)
+    idx = np.arange(1, v.size + 1, dtype=float)
     ri, rv = _ranks(idx), _ranks(v)
-    sp_ = float(_np.corrcoef(ri, rv)[0, 1]) if rv.std() > 0 else 0.0
+    sp_ = float(np.corrcoef(ri, rv)[0, 1]) if rv.std() > 0 else 0.0
     from .theory import fit_loglog
 
-    slope = fit_loglog(idx, v)[0] if _np.all(v > 0) else float("nan")
+    slope = fit_loglog(idx, v)[0] if np.all(v > 0) else float("nan")
     return {"spearman": sp_, "last_over_first": float(v[-1] / v[0]), "slope": float(slope),
             "cv": float(v.std() / v.mean())}
 
 
 def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch_size: int = 32,
-                      param: str = "ffn.f.fc2.weight", first_seed: int = 0, **model_kw) -> _np.ndarray:
+                      param: str = "ffn.f.fc2.weight", first_seed: int = 0, **model_kw) -> np.ndarray:
     """Per-layer gradient norms at init of fresh encoder-only models on ``task`` (LN-4, LN-5).
 
     For each seed s a model ``build_model(n_enc=n_layers, n_dec=0, placement=…, seed=s,
@@ -312,7 +311,7 @@ def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch
     for s in range(first_seed, first_seed + seeds):
         m = build_model(n_enc=n_layers, n_dec=0, placement=placement, seed=s, **kw)
         rows.append(layer_grad_norms(m, task.batch(s, batch_size), "encoder", param))
-    return _np.array(rows)
+    return np.array(rows)
 
 
 # ============================================================== amplification and Admin (GV-1 … GV-3, AM-1, AM-2, AD-1, AD-2)
@@ -320,11 +319,6 @@ def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch
 # Liu et al. 2020, "Understanding the Difficulty of Training Transformers" (the book's ch. 05–07).
 # Sub-layers are numbered i = 1 … L in forward order within a stack; x_0 is the stack's input
 # (the embedding), x_i the output of sub-layer i, a_i = f_i(·) its residual branch.
-
-import copy as _copy
-import math as _math
-
-import numpy as _np
 
 
 def _residuals_of(model, stack: str) -> list:
@@ -340,7 +334,7 @@ def sublayer_kind(name: str) -> str:
 
 def _describe(names: list) -> dict:
     return {"names": list(names), "kinds": [sublayer_kind(n) for n in names],
-            "layer": _np.array([int(n.split(".")[1]) + 1 if n.startswith("layers.") else 0 for n in names])}
+            "layer": np.array([int(n.split(".")[1]) + 1 if n.startswith("layers.") else 0 for n in names])}
 
 
 def _run(model, batch):
@@ -380,7 +374,7 @@ def sublayer_grad_norms(model, batch, relative_to: str = "model") -> dict:
         model.train(was)
     res = {}
     for s, recs in outs.items():
-        norms = _np.array([float(t.grad.norm()) if t.grad is not None else 0.0 for _, t in recs])
+        norms = np.array([float(t.grad.norm()) if t.grad is not None else 0.0 for _, t in recs])
         res[s] = {**_describe([n for n, _ in recs]), "norm": norms}
     model.zero_grad(set_to_none=True)
     top = max(float(r["norm"].max()) for r in res.values())
@@ -418,7 +412,7 @@ def layer_dependency(model, batch) -> dict:
     for s, records in rec.items():
         mods = dict(_residuals_of(model, s))
         L = len(records)
-        beta = _np.full((L + 1, L + 1), _np.nan)
+        beta = np.full((L + 1, L + 1), np.nan)
         beta[0, 0] = 1.0
         c = [float(records[0]["x"].std())]
         var_f = []
@@ -438,9 +432,9 @@ def layer_dependency(model, batch) -> dict:
                 x_out = res.norm(z)
                 ln_scale = float(x_out.std() / z.std())
                 g, h = float(gx.std() / x.std()) * ln_scale, ln_scale
-            c = [g * cj for cj in c] + [h * _math.sqrt(vf)]
-            beta[i, : i + 1] = _np.array(c) / float(x_out.std())
-        out[s] = {"beta": beta, **_describe([r["name"] for r in records]), "branch_var": _np.array(var_f),
+            c = [g * cj for cj in c] + [h * math.sqrt(vf)]
+            beta[i, : i + 1] = np.array(c) / float(x_out.std())
+        out[s] = {"beta": beta, **_describe([r["name"] for r in records]), "branch_var": np.array(var_f),
                   "input_var": float(records[0]["x"].var())}
     return out
 
@@ -448,7 +442,7 @@ def layer_dependency(model, batch) -> dict:
 def admin_omegas(model) -> dict:
     """AD-1: Admin's ω per sub-layer, ``{stack: array}`` of each ω vector's mean (the
     vector is constant at initialisation); NaN for sub-layers without ω."""
-    return {s: _np.array([float(m.omega.detach().mean()) if hasattr(m, "omega") else _np.nan
+    return {s: np.array([float(m.omega.detach().mean()) if hasattr(m, "omega") else np.nan
                           for _, m in _residuals_of(model, s)]) for s in model.stacks()}
 
 
@@ -480,7 +474,7 @@ def perturb_random(model, scale: float = 1e-2, which: str = "layers", seed: int 
     """A copy of ``model`` with W* = W + δ, δ = scale · std(W) · N(0, 1) for every
     weight *matrix* W (vectors such as biases, LayerNorm γ and Admin's ω are left
     alone; their spread is zero at init). ``which='layers'`` perturbs the stacks only."""
-    new = _copy.deepcopy(model)
+    new = copy.deepcopy(model)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     for _, p in _selected(new, which):
         if p.ndim >= 2:
@@ -493,7 +487,7 @@ def adam_step(model, batch, lr: float = 1e-5, betas=(0.9, 0.98), eps: float = 1e
     """A copy of ``model`` after one Adam step on the training loss of ``batch``
     (W* = W + Adam(∇W)). The first Adam step moves each selected parameter by
     ≈ lr · sign(gradient), whatever the gradient's size."""
-    new = _copy.deepcopy(model)
+    new = copy.deepcopy(model)
     params = [p for _, p in _selected(new, which)]
     opt = torch.optim.Adam(params, lr=lr, betas=tuple(betas), eps=eps)
     was = new.training
@@ -562,15 +556,15 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
 
     Returns ``{"depths": array, scheme: array (len(depths), seeds), "sum_beta_sq": {scheme: array}}``."""
     batch = task.batch(0, batch_size)
-    res = {"depths": _np.asarray(depths), "sum_beta_sq": {}}
+    res = {"depths": np.asarray(depths), "sum_beta_sq": {}}
     for sch in schemes:
-        vals = _np.zeros((len(depths), seeds))
-        sb = _np.zeros((len(depths), seeds))
+        vals = np.zeros((len(depths), seeds))
+        sb = np.zeros((len(depths), seeds))
         for a, n in enumerate(depths):
             for s in range(seeds):
                 m = build_scheme(sch, task, n, batch=batch, seed=s, **model_kw)
                 vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=1000 + s)
-                sb[a, s] = float(_np.nansum(_np.diag(layer_dependency(m, batch)["encoder"]["beta"])[1:] ** 2))
+                sb[a, s] = float(np.nansum(np.diag(layer_dependency(m, batch)["encoder"]["beta"])[1:] ** 2))
         res[sch] = vals
         res["sum_beta_sq"][sch] = sb
     return res
@@ -589,7 +583,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
 
     Trains a copy of ``model`` for ``steps`` steps with ``optimizer`` ('adam' or 'sgd',
     no warmup) and returns, for every parameter with ``select(name, p)`` true,
-    ``grad``: ‖∇W‖_F averaged over the steps, and ``update``: ‖W_steps − W_0‖_F.
+    ``grad``: ‖∇W‖_F averaged over the steps, and ``update``: ‖W_steps − W_0‖F.
     ``relative_grad`` / ``relative_update`` divide by the largest. Adam rescales each
     coordinate by its own gradient scale, so its updates come out of similar size even
     when the gradients span decades; SGD's updates inherit the gradients' spread.
@@ -598,7 +592,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
     from .config import TrainConfig
     from .train import make_optimizer
 
-    m = _copy.deepcopy(model)
+    m = copy.deepcopy(model)
     m.train()
     dev = next(m.parameters()).device
     chosen = [(n, p) for n, p in m.named_parameters() if select(n, p)]
@@ -606,7 +600,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
         raise ValueError("select() chose no parameter")
     start = [p.detach().clone() for _, p in chosen]
     opt = make_optimizer(m.parameters(), TrainConfig(optimizer=optimizer, lr=lr, momentum=momentum))
-    gsum = _np.zeros(len(chosen))
+    gsum = np.zeros(len(chosen))
     losses = []
     for step in range(steps):
         loss = m.loss(task.batch(step, batch_size).to(dev))["loss"]
@@ -616,7 +610,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
         opt.step()
         losses.append(float(loss.detach()))
     grad = gsum / steps
-    upd = _np.array([float((p.detach() - s).norm()) for (_, p), s in zip(chosen, start)])
+    upd = np.array([float((p.detach() - s).norm()) for (_, p), s in zip(chosen, start)])
     return {"names": [n for n, _ in chosen], "grad": grad, "update": upd,
             "relative_grad": grad / grad.max(), "relative_update": upd / upd.max(), "loss": losses}
 
@@ -624,9 +618,9 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
 def log_spread(values, q: float = 0.1) -> float:
     """How many decades separate the (1−q) and q quantiles of positive ``values``:
     log10(quantile(1−q) / quantile(q)). 0 means all equal."""
-    v = _np.asarray(values, dtype=float)
+    v = np.asarray(values, dtype=float)
     v = v[v > 0]
-    return float(_np.log10(_np.quantile(v, 1 - q) / _np.quantile(v, q)))
+    return float(np.log10(np.quantile(v, 1 - q) / np.quantile(v, q)))
 
 
 @torch.no_grad()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
-from IPython.display import display
 
 
 def _panel(controls: list, run, button: str | None = None, live: bool = False):
