@@ -16,10 +16,6 @@ from .theory import admin_omega_profiling_free, deepnorm_constants
 
 
 # ----------------------------------------------------------------- helpers
-def _linears(module):
-    return [m for m in module.modules() if isinstance(m, nn.Linear)]
-
-
 def _stack_embeddings(model):
     """[(stack name, Stack, Embedding)] for the stacks the model has."""
     out = []
@@ -57,6 +53,14 @@ def _reset_norms_and_residuals(model):
 
 # ----------------------------------------------------------------- initialisers
 @torch.no_grad()
+def xavier_linear_(lin: nn.Linear):
+    """Xavier-uniform weight U(±sqrt(6/(fan_in+fan_out))) (Glorot & Bengio 2010), zero bias."""
+    nn.init.xavier_uniform_(lin.weight)
+    if lin.bias is not None:
+        nn.init.zeros_(lin.bias)
+
+
+@torch.no_grad()
 def xavier(model):
     """The default (Vaswani et al. 2017; fairseq): every linear weight Xavier-uniform
     U(±sqrt(6/(fan_in+fan_out))) (Glorot & Bengio 2010), biases 0; token and learned
@@ -65,9 +69,7 @@ def xavier(model):
     d = model.cfg.d_model
     for m in model.modules():
         if isinstance(m, nn.Linear):
-            nn.init.xavier_uniform_(m.weight)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
+            xavier_linear_(m)
         elif isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, std=d**-0.5)
     for _, _, emb in _stack_embeddings(model):
@@ -158,10 +160,9 @@ def admin(model, batch):
             res.omega.fill_(state["ratio"])
             state["ratio"] = math.sqrt(float((x * res.omega).var()) + float(fx.var()))
 
-        for m in stack.modules():
-            if isinstance(m, Residual):
-                m.hook = hook
-                hooked.append(m)
+        for _, m in stack.residuals():
+            m.hook = hook
+            hooked.append(m)
     was_training = model.training
     model.eval()
     try:
@@ -178,8 +179,8 @@ def admin_profiling_free(model):
     sub-layers in its stack (2 per encoder layer, 3 per decoder layer)."""
     xavier(model)
     for _, stack, _ in _stack_embeddings(model):
-        subs = [m for m in stack.modules() if isinstance(m, Residual)]
-        for m in subs:
+        subs = stack.residuals()
+        for _, m in subs:
             m.omega.fill_(admin_omega_profiling_free(len(subs)))
 
 
@@ -227,34 +228,24 @@ def reparameterize_admin(model):
     if cfg.tie_embeddings:
         state["out_proj.weight"] = model.out_proj.weight.detach().clone()
     new.load_state_dict(state)
-    for _, stack, emb in _stack_embeddings(model):
+    for (_, stack, _), (_, new_stack, new_emb) in zip(_stack_embeddings(model), _stack_embeddings(new)):
         if stack.placement != "admin":
             continue
-        new_stack = new.encoder if stack is getattr(model, "encoder", None) else new.decoder
-        new_emb = new.src_embed if emb is getattr(model, "src_embed", None) else new.tgt_embed
-        old_res = [m for m in stack.modules() if isinstance(m, Residual)]
-        new_res = [m for m in new_stack.modules() if isinstance(m, Residual)]
-        for k, (old, res) in enumerate(zip(old_res, new_res)):
+        new_res = new_stack.residuals()
+        for k, ((_, old), (name, res)) in enumerate(zip(stack.residuals(), new_res)):
             w = old.omega.detach()
             if k == 0:
                 new_emb.tok.weight.mul_(w)
                 new_emb.pos.mul_(w)
             else:
-                prev = new_res[k - 1].norm
+                prev = new_res[k - 1][1].norm
                 prev.weight.mul_(w)
                 if getattr(prev, "bias", None) is not None:
                     prev.bias.mul_(w)
             f = res.f
             readers = [f.fc1] if isinstance(f, FeedForward) else (
-                [f.q_proj] if res is _cross_attention(new_stack, res) else [f.q_proj, f.k_proj, f.v_proj])
+                [f.q_proj] if name.endswith("cross_attn") else [f.q_proj, f.k_proj, f.v_proj])  # k, v read the encoder
             for lin in readers:
                 lin.weight.div_(w)  # broadcasts over columns: W diag(1/ω)
     return new
 
-
-def _cross_attention(stack, res):
-    """``res`` if it is a decoder layer's cross-attention sub-layer, else None."""
-    for layer in stack.layers:
-        if getattr(layer, "cross_attn", None) is res:
-            return res
-    return None

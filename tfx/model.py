@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .blocks import DecoderLayer, EncoderLayer, make_norm
+from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm
 from .config import ModelConfig
 from .data import BOS, EOS, PAD, Batch
 from .theory import deepnorm_constants
@@ -55,6 +55,10 @@ class Stack(nn.Module):
         self.placement = placement
         self.layers = nn.ModuleList(layer_cls(cfg, placement, alpha) for _ in range(n))
         self.final_norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if placement == "pre" else None
+
+    def residuals(self) -> list:
+        """[(name, Residual)] of this stack in forward order, names like 'layers.0.ffn'."""
+        return [(n, m) for n, m in self.named_modules() if isinstance(m, Residual)]
 
     def forward(self, x, **kw):
         for layer in self.layers:
@@ -163,9 +167,7 @@ class Transformer(nn.Module):
 
     def residuals(self):
         """Every residual sub-layer in forward order, as (name, Residual)."""
-        from .blocks import Residual
-
-        return [(n, m) for n, m in self.named_modules() if isinstance(m, Residual)]
+        return [(f"{name}.{n}", m) for name, stack in self.stacks().items() for n, m in stack.residuals()]
 
 
 def build_model(cfg: ModelConfig | None = None, batch: Batch | None = None, seed: int | None = 0, **kw) -> Transformer:

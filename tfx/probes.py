@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .blocks import Residual
 
 
 @contextlib.contextmanager
@@ -28,13 +27,12 @@ def record_branches(model, detach: bool = True):
     records = {name: [] for name in model.stacks()}
     hooked = []
     for stack_name, stack in model.stacks().items():
-        for name, m in stack.named_modules():
-            if isinstance(m, Residual):
-                def hook(res, x, fx, stack_name=stack_name, name=name):
-                    records[stack_name].append({"name": name, "x": x.detach() if detach else x,
-                                                "f": fx.detach() if detach else fx})
-                m.hook = hook
-                hooked.append(m)
+        for name, m in stack.residuals():
+            def hook(res, x, fx, stack_name=stack_name, name=name):
+                records[stack_name].append({"name": name, "x": x.detach() if detach else x,
+                                            "f": fx.detach() if detach else fx})
+            m.hook = hook
+            hooked.append(m)
     try:
         yield records
     finally:
@@ -323,7 +321,7 @@ def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch
 
 def _residuals_of(model, stack: str) -> list:
     """[(name, Residual)] of one stack, in forward order (names relative to the stack)."""
-    return [(n, m) for n, m in model.stacks()[stack].named_modules() if isinstance(m, Residual)]
+    return model.stacks()[stack].residuals()
 
 
 def sublayer_kind(name: str) -> str:

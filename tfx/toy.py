@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .blocks import FeedForward, Residual, make_norm
+from .init import xavier_linear_
 
 STACK_KINDS = ("plain", "residual", "post", "pre")
 
@@ -55,10 +56,9 @@ class FFNStack(nn.Module):
 
         self.layers = nn.ModuleList(block() for _ in range(depth))
         self.final_norm = make_norm("layernorm", d, 1e-5) if kind == "pre" else None
-        for m in self.modules():  # tfx's default: Xavier-uniform weights, zero biases
+        for m in self.modules():  # tfx's default initialisation
             if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                nn.init.zeros_(m.bias)
+                xavier_linear_(m)
 
     def forward(self, x, return_all: bool = False):
         xs = [x]
