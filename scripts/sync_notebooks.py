@@ -1,5 +1,6 @@
-"""Give every notebook in book/ the same first cell: on Colab only, install tfx
-from the repository named in _config.yml (the one place the URL is written).
+"""Give every notebook in book/ the same first cell: on Colab only, install tfx-book
+(the distribution that provides `import tfx`) from the repository named in
+_config.yml (the one place the URL is written).
 
     python scripts/sync_notebooks.py          # rewrite the cells
     python scripts/sync_notebooks.py --check  # exit 1 if any notebook is out of date
@@ -25,17 +26,22 @@ def repository() -> tuple[str, str]:
 def setup_source() -> str:
     url, branch = repository()
     return (
-        "# On Colab only: install tfx from this book's repository. Colab's own torch is kept\n"
-        "# (tfx asks for a loose torch range); everywhere else this cell does nothing.\n"
+        "# On Colab only: install tfx-book (it provides `import tfx`) from this book's repository.\n"
+        "# Colab's own torch is kept (tfx asks for a loose torch range); elsewhere this does nothing.\n"
         "import subprocess, sys\n"
         "if \"google.colab\" in sys.modules:\n"
-        f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"tfx @ git+{url}@{branch}\"], check=True)"
+        f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"tfx-book @ git+{url}@{branch}\"], check=True)"
     )
 
 
 def setup_cell() -> dict:
     return {"cell_type": "code", "execution_count": None, "id": "colab-setup",
-            "metadata": {"tags": [TAG, "remove-cell"]}, "outputs": [], "source": setup_source()}
+            "metadata": {"tags": [TAG, "remove-cell"]}, "outputs": [], "source": _lines(setup_source())}
+
+
+def _lines(text: str) -> list:
+    """A cell's source as Jupyter saves it: a list of lines, each with its newline."""
+    return text.splitlines(keepends=True)
 
 
 def notebooks():
@@ -53,7 +59,7 @@ def sync(path: pathlib.Path, check: bool) -> bool:
     if check:
         return False
     if has:
-        first["source"] = setup_source()
+        first["source"] = _lines(setup_source())
     else:
         cells.insert(0, setup_cell())
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")

@@ -37,7 +37,7 @@ def test_colab_setup_cells_are_in_sync():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
     url, branch = sync_notebooks.repository()
-    assert f"git+{url}@{branch}" in sync_notebooks.setup_source()
+    assert f"\"tfx-book @ git+{url}@{branch}\"" in sync_notebooks.setup_source()  # the distribution, not PyPI's tfx
     assert "torch" not in sync_notebooks.setup_source().split("sys.modules:")[1].replace("torch is kept", "")
 
 

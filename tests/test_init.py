@@ -145,8 +145,28 @@ def test_admin_reparameterisation_round_trip(kw):
         kwargs["src"] = b.src
     if cfg.kind != "encoder":
         kwargs["tgt_in"] = b.tgt[:, :-1]
-    torch.testing.assert_close(plain(**kwargs), m(**kwargs), atol=1e-5, rtol=1e-5)
-    assert float((plain(**kwargs) - m(**kwargs)).abs().max()) < 1e-5
+    with torch.no_grad():
+        torch.testing.assert_close(plain(**kwargs), m(**kwargs), atol=1e-5, rtol=1e-5)
+        assert float((plain(**kwargs) - m(**kwargs)).abs().max()) < 1e-5
+
+
+def test_admin_reparameterisation_keeps_dtype_and_device():
+    """AD-2 in float64: the Post-LN copy is float64 too (not float32), on the same device,
+    equal to float64 rounding; the random state is not consumed."""
+    task = tfx.synthetic("reverse", vocab=36, length=10)
+    b = task.batch(0, 8)
+    cfg = _cfg(placement="admin", init="admin", d_model=32, n_heads=4, d_ffn=64, tie_embeddings=True)
+    m = build_model(cfg, batch=b).double().eval()
+    rng = torch.get_rng_state()
+    plain = reparameterize_admin(m).eval()
+    assert torch.equal(torch.get_rng_state(), rng)
+    tensors = {**dict(plain.named_parameters()), **dict(plain.named_buffers())}
+    assert {t.dtype for t in tensors.values()} == {torch.float64}
+    assert {t.device for t in tensors.values()} == {next(m.parameters()).device}
+    with torch.no_grad():
+        out, ref = plain(src=b.src, tgt_in=b.tgt[:, :-1]), m(src=b.src, tgt_in=b.tgt[:, :-1])
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
 
 
 def test_unknown_initialiser():

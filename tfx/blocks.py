@@ -40,6 +40,8 @@ class Attention(nn.Module):
     Separate ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` so that initialisers can
     scale the value and output projections alone (T-Fixup, DeepNorm).
     ``mask``: boolean, True where a query may attend a key, broadcastable to (B, h, Lq, Lk).
+    ``causal``: query i attends keys j ≤ i only, whether or not ``mask`` is given
+    (then the two are combined: mask ∧ tril).
     """
 
     def __init__(self, d: int, n_heads: int, dropout: float = 0.0):
@@ -57,8 +59,11 @@ class Attention(nn.Module):
         else:
             (q,), (k, v) = _project(x, self.q_proj), _project(memory, self.k_proj, self.v_proj)
         q, k, v = self._heads(q), self._heads(k), self._heads(v)
+        if causal and mask is not None:  # SDPA takes a mask or is_causal, not both: fold the triangle in
+            mask = mask & torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+            causal = False
         out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+            q, k, v, attn_mask=mask, is_causal=causal,
             dropout_p=self.dropout if self.training else 0.0,
         )
         B, h, L, dh = out.shape

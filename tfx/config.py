@@ -1,12 +1,26 @@
 """Configuration dataclasses, validated on construction.
 
-Every bad value raises ``ValueError`` naming the field, the value and what is
-allowed, so a typo in a notebook fails on the line that made it.
+Every field is checked when a config is made (and again by ``replace``): a bad
+value raises ``ValueError`` naming the field, the value and what is allowed, so
+a typo in a notebook fails on the line that made it — never a ``TypeError`` from
+a comparison deep inside, never silently accepted. Accepted values are stored
+as plain Python values (a NumPy integer as ``int``, a ``torch.device`` or a path
+as ``str``), so a config always round-trips through JSON.
+
+Each class lists its fields' rules in one table (``_MODEL_RULES``,
+``_TRAIN_RULES``: field → rule); checks that relate several fields follow it.
+A new field needs one line in its class's table.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
+import os
+import reprlib
 from dataclasses import dataclass
+
+import torch
 
 # Where the residual connection and the normalisation sit (blocks.Residual).
 PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none")
@@ -25,26 +39,115 @@ INITS = {
 }
 OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
 SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
+
+# ----------------------------------------------------------------------------- rules
+# A check takes (name, value, ...), raises ValueError or returns the value to store.
+
+_short = reprlib.Repr()
+_short.maxstring, _short.maxlong, _short.maxother = 60, 40, 60
 
 
-def _check_choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not allowed; choose one of: {', '.join(map(repr, allowed))}")
+def _fail(name, value, allowed):
+    raise ValueError(f"{name}={_short.repr(value)} must be {allowed}")
 
 
-def _check_int(name, value, low, what=""):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer ≥ {low}{what}")
+def _interval(low, high, low_open, high_open) -> str:
+    if high is None:
+        return f"> {low}" if low_open else f"≥ {low}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
-def _check_prob(name, value):
-    if not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{name}={value!r} must be a probability in [0, 1)")
+def _check_number(name, value, low=None, high=None, low_open=False, high_open=False) -> float:
+    """A finite real number (not a bool) in the interval; returned as a float."""
+    allowed = "a finite number" + ("" if low is None else " " + _interval(low, high, low_open, high_open))
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        _fail(name, value, allowed)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer too large for a float
+        _fail(name, value, allowed)
+    if not math.isfinite(x):
+        _fail(name, value, allowed)
+    if low is not None and (x < low or (low_open and x == low)):
+        _fail(name, value, allowed)
+    if high is not None and (x > high or (high_open and x == high)):
+        _fail(name, value, allowed)
+    return x
 
 
-def _check_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name}={value!r} must be a number > 0")
+def _check_int(name, value, low, what="", high=None) -> int:
+    """An integer (not a bool, not a float) with low ≤ value (< high); returned as an int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (
+            high is not None and value >= high):
+        bound = f"≥ {low}" if high is None else f"in [{low}, {high})"
+        _fail(name, value, f"an integer {bound}{what}")
+    return int(value)
+
+
+def _check_positive(name, value) -> float:
+    return _check_number(name, value, low=0, low_open=True)
+
+
+def _check_prob(name, value) -> float:
+    return _check_number(name, value, low=0, high=1, high_open=True)
+
+
+def _check_bool(name, value) -> bool:
+    if not isinstance(value, bool):
+        _fail(name, value, "True or False")
+    return value
+
+
+def _check_choice(name, value, allowed) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}={_short.repr(value)} is not allowed; choose one of: {', '.join(map(repr, allowed))}")
+    return str(value)
+
+
+def _check_pair(name, value, check) -> tuple:
+    """Two values (a tuple or list), each passing ``check``; returned as a tuple."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        _fail(name, value, "a pair of numbers in [0, 1), e.g. (0.9, 0.98)")
+    try:
+        return tuple(check(name, v) for v in value)
+    except ValueError:
+        _fail(name, value, "a pair of numbers in [0, 1), e.g. (0.9, 0.98)")
+
+
+def _check_device(name, value) -> str:
+    """A device torch.device understands, of a type we train on; not required to be present."""
+    allowed = f"a device such as 'cpu', 'cuda', 'cuda:0' or 'mps' (types {', '.join(DEVICE_TYPES)}), or None (automatic)"
+    if not isinstance(value, (str, torch.device)):
+        _fail(name, value, allowed)
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError, ValueError):
+        _fail(name, value, allowed)
+    # torch reads the index into 8 bits ('cuda:130' becomes cuda:-126): a string must read back as itself
+    if device.type not in DEVICE_TYPES or (isinstance(value, str) and str(device) != value):
+        _fail(name, value, allowed)
+    return str(device)
+
+
+def _check_path(name, value) -> str:
+    if not isinstance(value, (str, os.PathLike)) or not isinstance(os.fspath(value), str) or not os.fspath(value):
+        _fail(name, value, "a file path (a non-empty str or pathlib.Path) or None")
+    return os.fspath(value)
+
+
+def _rule(check, *args, optional=False, **kwargs):
+    """A table entry: ``check(name, value, *args, **kwargs)``; ``optional``: None is allowed too."""
+    def rule(name, value):
+        return None if optional and value is None else check(name, value, *args, **kwargs)
+    return rule
+
+
+def _validate(config, rules):
+    """Check each field named in ``rules`` and store the value its rule returns."""
+    for name, rule in rules.items():
+        setattr(config, name, rule(name, getattr(config, name)))
 
 
 class _Replaceable:
@@ -54,6 +157,32 @@ class _Replaceable:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# field → rule, in the order of ModelConfig's fields
+_MODEL_RULES = {
+    "src_vocab": _rule(_check_int, 1),
+    "tgt_vocab": _rule(_check_int, 1),
+    "d_model": _rule(_check_int, 1),
+    "n_heads": _rule(_check_int, 1),
+    "d_ffn": _rule(_check_int, 1),
+    "n_enc": _rule(_check_int, 0),
+    "n_dec": _rule(_check_int, 0),
+    "placement": _rule(_check_choice, PLACEMENTS),
+    "enc_placement": _rule(_check_choice, PLACEMENTS, optional=True),
+    "dec_placement": _rule(_check_choice, PLACEMENTS, optional=True),
+    "init": _rule(_check_choice, tuple(INITS)),
+    "norm": _rule(_check_choice, NORMS),
+    "norm_eps": _rule(_check_positive),
+    "activation": _rule(_check_choice, ACTIVATIONS),
+    "attn_dropout": _rule(_check_prob),
+    "act_dropout": _rule(_check_prob),
+    "dropout": _rule(_check_prob),
+    "embed_scale": _rule(_check_bool),
+    "tie_embeddings": _rule(_check_bool),
+    "positions": _rule(_check_choice, POSITIONS),
+    "max_len": _rule(_check_int, 1),
+}
 
 
 @dataclass
@@ -88,28 +217,18 @@ class ModelConfig(_Replaceable):
     max_len: int = 256
 
     def __post_init__(self):
-        _check_int("src_vocab", self.src_vocab, 1)
-        _check_int("tgt_vocab", self.tgt_vocab, 1)
-        _check_int("d_model", self.d_model, 1)
-        _check_int("n_heads", self.n_heads, 1)
+        _validate(self, _MODEL_RULES)
+        if self.n_enc == 0 and self.n_dec == 0:
+            raise ValueError("n_enc=0 and n_dec=0: at least one stack needs a layer (n_enc ≥ 1 or n_dec ≥ 1)")
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model={self.d_model} must be divisible by n_heads={self.n_heads} "
                 f"(each head gets d_model/n_heads dimensions)"
             )
-        _check_int("d_ffn", self.d_ffn, 1)
-        _check_int("n_enc", self.n_enc, 0)
-        _check_int("n_dec", self.n_dec, 0)
-        if self.n_enc == 0 and self.n_dec == 0:
-            raise ValueError("n_enc=0 and n_dec=0: at least one stack needs a layer (n_enc ≥ 1 or n_dec ≥ 1)")
-        _check_choice("placement", self.placement, PLACEMENTS)
         if self.enc_placement is None:
             self.enc_placement = self.placement
         if self.dec_placement is None:
             self.dec_placement = self.placement
-        _check_choice("enc_placement", self.enc_placement, PLACEMENTS)
-        _check_choice("dec_placement", self.dec_placement, PLACEMENTS)
-        _check_choice("init", self.init, tuple(INITS))
         needs = INITS[self.init]
         if needs is not None:
             for stack, p, n in (("enc", self.enc_placement, self.n_enc), ("dec", self.dec_placement, self.n_dec)):
@@ -117,13 +236,12 @@ class ModelConfig(_Replaceable):
                     raise ValueError(
                         f"init={self.init!r} needs {stack}_placement in {needs}, got {stack}_placement={p!r}"
                     )
-        _check_choice("norm", self.norm, NORMS)
-        _check_positive("norm_eps", self.norm_eps)
-        _check_choice("activation", self.activation, ACTIVATIONS)
-        for name in ("attn_dropout", "act_dropout", "dropout"):
-            _check_prob(name, getattr(self, name))
-        _check_choice("positions", self.positions, POSITIONS)
-        _check_int("max_len", self.max_len, 1)
+        if self.tie_embeddings and self.kind == "encoder" and self.src_vocab != self.tgt_vocab:
+            raise ValueError(
+                f"tie_embeddings=True in an encoder-only model (n_dec=0) shares the source embedding with the "
+                f"output projection: it needs src_vocab == tgt_vocab, got src_vocab={self.src_vocab}, "
+                f"tgt_vocab={self.tgt_vocab}"
+            )
 
     @property
     def kind(self) -> str:
@@ -139,6 +257,35 @@ class ModelConfig(_Replaceable):
         kw.setdefault("tgt_vocab", task.tgt_vocab)
         kw.setdefault("max_len", max(task.max_len + 2, 16))
         return cls(**kw)
+
+
+# field → rule, in the order of TrainConfig's fields
+_TRAIN_RULES = {
+    "steps": _rule(_check_int, 1),
+    "batch_size": _rule(_check_int, 1),
+    "lr": _rule(_check_positive),
+    "optimizer": _rule(_check_choice, OPTIMIZERS),
+    "betas": _rule(_check_pair, _check_prob),
+    "eps": _rule(_check_positive),
+    "momentum": _rule(_check_prob),
+    "weight_decay": _rule(_check_number, low=0),
+    "schedule": _rule(_check_choice, SCHEDULES),
+    "warmup": _rule(_check_int, 0),
+    "clip": _rule(_check_positive, optional=True),
+    "label_smoothing": _rule(_check_prob),
+    "seed": _rule(_check_int, 0, high=SEED_LIMIT),
+    "device": _rule(_check_device, optional=True),
+    "amp": _rule(_check_bool, optional=True),
+    "eval_every": _rule(_check_int, 0),
+    "eval_batches": _rule(_check_int, 1),
+    "log_every": _rule(_check_int, 1),
+    "checkpoint_every": _rule(_check_int, 0),
+    "checkpoint_path": _rule(_check_path, optional=True),
+    "diverge_loss": _rule(_check_positive, optional=True),
+    "stuck_fraction": _rule(_check_number, low=0, high=1, low_open=True),
+    "progress": _rule(_check_bool),
+    "record_updates": _rule(_check_bool),
+}
 
 
 @dataclass
@@ -177,32 +324,8 @@ class TrainConfig(_Replaceable):
     record_updates: bool = True  # record ‖Δθ‖ each step (costs a parameter copy)
 
     def __post_init__(self):
-        _check_int("steps", self.steps, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_positive("lr", self.lr)
-        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        self.betas = tuple(self.betas)
-        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
-            raise ValueError(f"betas={self.betas!r} must be two numbers in [0, 1)")
-        _check_positive("eps", self.eps)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum={self.momentum!r} must be in [0, 1)")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay={self.weight_decay!r} must be ≥ 0")
-        _check_choice("schedule", self.schedule, SCHEDULES)
-        _check_int("warmup", self.warmup, 0)
-        if self.clip is not None:
-            _check_positive("clip", self.clip)
-        _check_prob("label_smoothing", self.label_smoothing)
-        _check_int("eval_every", self.eval_every, 0)
-        _check_int("eval_batches", self.eval_batches, 1)
-        _check_int("log_every", self.log_every, 1)
-        _check_int("checkpoint_every", self.checkpoint_every, 0)
-        if self.checkpoint_every and not self.checkpoint_path:
-            raise ValueError("checkpoint_every > 0 needs checkpoint_path (a file to write)")
-        if self.device is not None and not str(self.device).startswith(("cpu", "cuda", "mps")):
-            raise ValueError(f"device={self.device!r} must be 'cpu', 'cuda[:n]', 'mps' or None (automatic)")
-        if self.diverge_loss is not None:
-            _check_positive("diverge_loss", self.diverge_loss)
-        if not 0 < self.stuck_fraction <= 1:
-            raise ValueError(f"stuck_fraction={self.stuck_fraction!r} must be in (0, 1]")
+        _validate(self, _TRAIN_RULES)
+        if self.checkpoint_every and self.checkpoint_path is None:
+            raise ValueError(f"checkpoint_every={self.checkpoint_every} needs checkpoint_path (a file to write)")
+        if self.amp and self.device is not None and torch.device(self.device).type != "cuda":
+            raise ValueError(f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}")

@@ -213,7 +213,8 @@ def reparameterize_admin(model):
     (γ, b ← γω, bω; or E, P ← Eω, Pω), so it emits x·ω, and undo it where f reads
     x: W ← W diag(1/ω) for the q/k/v projections of self-attention, the query
     projection of cross-attention, and fc1. Tied embeddings are untied (the output
-    projection keeps E). Returns a new model; ``model`` is not changed."""
+    projection keeps E). Returns a new model, on ``model``'s device and in its dtype;
+    ``model`` (and the random state) are not changed."""
     from .model import Transformer
 
     cfg = model.cfg
@@ -223,11 +224,11 @@ def reparameterize_admin(model):
         dec_placement="post" if cfg.dec_placement == "admin" else cfg.dec_placement,
         init="xavier", tie_embeddings=False,
     )
-    new = Transformer(new_cfg).to(next(model.parameters()).device)
-    state = {k: v for k, v in model.state_dict().items() if not k.endswith(".omega")}
-    if cfg.tie_embeddings:
-        state["out_proj.weight"] = model.out_proj.weight.detach().clone()
-    new.load_state_dict(state)
+    with torch.device("meta"):  # no memory, no random draws: every tensor comes from ``model``
+        new = Transformer(new_cfg)
+    # copies that keep each tensor's dtype and device (assign=True); tied weights become two copies
+    state = {k: v.detach().clone() for k, v in model.state_dict().items() if not k.endswith(".omega")}
+    new.load_state_dict(state, assign=True)
     for (_, stack, _), (_, new_stack, new_emb) in zip(_stack_embeddings(model), _stack_embeddings(new)):
         if stack.placement != "admin":
             continue
