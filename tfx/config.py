@@ -81,7 +81,11 @@ def _check_int(name, value, low, what="", high=None) -> int:
     """An integer (not a bool, not a float) with low ≤ value (< high); returned as an int."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (
             high is not None and value >= high):
-        bound = f"≥ {low}" if high is None else f"in [{low}, {high})"
+        if high is None:
+            bound = f"≥ {low}"
+        else:  # '2**64', not '18446744073709551616'
+            top = f"2**{high.bit_length() - 1}" if high > 2**16 and not high & (high - 1) else high
+            bound = f"in [{low}, {top})"
         _fail(name, value, f"an integer {bound}{what}")
     return int(value)
 
@@ -106,19 +110,19 @@ def _check_choice(name, value, allowed) -> str:
     return str(value)
 
 
-def _check_pair(name, value, check) -> tuple:
+def _check_pair(name, value, check, allowed) -> tuple:
     """Two values (a tuple or list), each passing ``check``; returned as a tuple."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
-        _fail(name, value, "a pair of numbers in [0, 1), e.g. (0.9, 0.98)")
+        _fail(name, value, allowed)
     try:
         return tuple(check(name, v) for v in value)
     except ValueError:
-        _fail(name, value, "a pair of numbers in [0, 1), e.g. (0.9, 0.98)")
+        _fail(name, value, allowed)
 
 
 def _check_device(name, value) -> str:
     """A device torch.device understands, of a type we train on; not required to be present."""
-    allowed = f"a device such as 'cpu', 'cuda', 'cuda:0' or 'mps' (types {', '.join(DEVICE_TYPES)}), or None (automatic)"
+    allowed = f"a device such as 'cpu', 'cuda', 'cuda:0' or 'mps' (types {', '.join(DEVICE_TYPES)})"
     if not isinstance(value, (str, torch.device)):
         _fail(name, value, allowed)
     try:
@@ -132,15 +136,23 @@ def _check_device(name, value) -> str:
 
 
 def _check_path(name, value) -> str:
-    if not isinstance(value, (str, os.PathLike)) or not isinstance(os.fspath(value), str) or not os.fspath(value):
-        _fail(name, value, "a file path (a non-empty str or pathlib.Path) or None")
-    return os.fspath(value)
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path:
+        _fail(name, value, "a file path (a non-empty str or pathlib.Path)")
+    return path
 
 
 def _rule(check, *args, optional=False, **kwargs):
     """A table entry: ``check(name, value, *args, **kwargs)``; ``optional``: None is allowed too."""
     def rule(name, value):
-        return None if optional and value is None else check(name, value, *args, **kwargs)
+        if not optional:
+            return check(name, value, *args, **kwargs)
+        if value is None:
+            return None
+        try:
+            return check(name, value, *args, **kwargs)
+        except ValueError as e:
+            raise ValueError(f"{e}, or None") from None
     return rule
 
 
@@ -265,7 +277,7 @@ _TRAIN_RULES = {
     "batch_size": _rule(_check_int, 1),
     "lr": _rule(_check_positive),
     "optimizer": _rule(_check_choice, OPTIMIZERS),
-    "betas": _rule(_check_pair, _check_prob),
+    "betas": _rule(_check_pair, _check_prob, "two numbers in [0, 1), e.g. (0.9, 0.98)"),
     "eps": _rule(_check_positive),
     "momentum": _rule(_check_prob),
     "weight_decay": _rule(_check_number, low=0),
