@@ -36,8 +36,8 @@ NOT_A_NUMBER = st.one_of(
     st.lists(st.floats(0, 0.5), max_size=3), st.tuples(st.floats(0, 0.5)), st.complex_numbers(max_magnitude=1),
     st.just(torch.tensor(0.5)), st.builds(object), st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
 )
-NOT_A_STRING = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.lists(st.text(max_size=3), max_size=2),
-                         st.binary(max_size=4), st.builds(object))
+NOT_A_STRING = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.binary(max_size=4),
+                         st.lists(st.text(max_size=3), max_size=2), st.builds(object))
 
 
 def integers(low, high=None):
@@ -50,15 +50,17 @@ def integers(low, high=None):
 
 
 def numbers(low, high=None, low_open=False, high_open=False):
-    """Finite reals in the interval (NumPy floats too; integers up to 2**53, which a float holds exactly)."""
-    top = 1e300 if high is None else high
-    good = st.one_of(st.floats(low, top, exclude_min=low_open, exclude_max=high_open),
-                     st.integers(math.ceil(low) + low_open, math.floor(min(top, 2**53)) - (high is not None and high_open)))
-    below = st.floats(max_value=low, exclude_max=not low_open, allow_nan=False) | st.integers(max_value=low - (not low_open))
+    """Finite reals in the interval with integer bounds (NumPy floats too; integers up to
+    2**53, which a float holds exactly)."""
+    lowest = low + 1 if low_open else low  # the integers in the interval
+    highest = 2**53 if high is None else high - 1 if high_open else high
+    good = st.one_of(st.floats(low, 1e300 if high is None else high, exclude_min=low_open, exclude_max=high_open),
+                     st.integers(lowest, highest))
+    below = st.floats(max_value=low, exclude_max=not low_open, allow_nan=False) | st.integers(max_value=lowest - 1)
     bad = [NOT_A_NUMBER, NON_FINITE, TOO_BIG_FOR_A_FLOAT, below]
     if high is not None:
-        bad += [st.floats(min_value=high, exclude_min=not high_open, allow_nan=False),
-                st.integers(min_value=high + (not high_open))]
+        above = st.floats(min_value=high, exclude_min=not high_open, allow_nan=False) | st.integers(highest + 1)
+        bad.append(above)
     return good | good.map(np.float64), st.one_of(*bad)
 
 
@@ -83,9 +85,8 @@ def optional(spec):
 def pair_of(spec):
     good, bad = spec
     return (st.tuples(good, good) | st.lists(good, min_size=2, max_size=2),
-            st.one_of(NOT_A_STRING.filter(lambda v: not (isinstance(v, list) and len(v) == 2)),
-                      st.text(min_size=2, max_size=2), st.lists(good, max_size=1), st.lists(good, min_size=3, max_size=4),
-                      st.tuples(good, bad), st.tuples(bad, good)))
+            st.one_of(NOT_A_STRING, st.text(min_size=2, max_size=2), st.lists(good, max_size=1),
+                      st.lists(good, min_size=3, max_size=4), st.tuples(good, bad), st.tuples(bad, good)))
 
 
 DEVICE_BAD = st.one_of(
@@ -96,7 +97,7 @@ DEVICE_BAD = st.one_of(
 )
 DEVICE_GOOD = (st.from_regex(r"(cpu|cuda|mps)(:(0|[1-9][0-9]?|1[01][0-9]|12[0-7]))?", fullmatch=True)
                | st.sampled_from(["cpu", "cuda", "cuda:1", "mps"]).map(torch.device))
-PATH_GOOD = st.text(min_size=1, max_size=20).filter(lambda s: "\x00" not in s)
+PATH_GOOD = st.text(min_size=1, max_size=20)
 PATH_BAD = st.one_of(st.just(""), st.integers(), st.booleans(), st.floats(), st.binary(min_size=1, max_size=4),
                      st.lists(PATH_GOOD, max_size=2), st.builds(object))
 

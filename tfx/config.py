@@ -340,4 +340,6 @@ class TrainConfig(_Replaceable):
         if self.checkpoint_every and self.checkpoint_path is None:
             raise ValueError(f"checkpoint_every={self.checkpoint_every} needs checkpoint_path (a file to write)")
         if self.amp and self.device is not None and torch.device(self.device).type != "cuda":
-            raise ValueError(f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}")
+            raise ValueError(
+                f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}"
+            )
