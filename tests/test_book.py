@@ -64,3 +64,64 @@ def test_colab_links_point_at_this_repository():
         page = (html / rel).with_suffix(".html").read_text()
         want = f"https://colab.research.google.com/github/{slug}/blob/{branch}/{rel.as_posix()}"
         assert want in page, f"{rel}: no Colab link to {want}"
+
+
+# --------------------------------------------------------------------------
+# The claims appendix (book/claims.md) is generated from tfx/claims.py, the tests
+# and the chapters, so it cannot drift from them.
+# --------------------------------------------------------------------------
+
+from tfx import claims  # noqa: E402
+
+REGENERATE = "regenerate it: python -m tfx.claims book/claims.md"
+
+
+def test_every_claim_id_in_the_tests_and_chapters_is_registered():
+    in_tests = claims.ids_in_tests(ROOT)
+    in_chapters = claims.ids_in_chapters(ROOT, kinds=("markdown", "code"))
+    unknown = {i: where for i, where in {**in_chapters, **in_tests}.items() if i not in claims.BY_ID}
+    assert not unknown, f"claim ids with no entry in tfx/claims.py CLAIMS: {unknown}"
+    assert in_tests, "no test_<ID>_… function found: the scan is broken"
+
+
+def test_claim_measurements_name_glued_values():
+    for c in claims.CLAIMS:
+        if not c.measured:
+            continue
+        stem, template = c.measured
+        nb = ROOT / "book" / f"{stem}.ipynb"
+        assert nb.exists(), f"{c.id}: measured in {stem}, which is not a chapter"
+        keys = claims.template_keys(template)
+        assert keys, f"{c.id}: the measurement template pastes no glued value"
+        missing = sorted(set(keys) - claims.glued_keys(nb))
+        assert not missing, f"{c.id}: {stem}'s saved outputs glue no {missing}"
+
+
+def test_claims_page_is_generated_and_in_the_toc():
+    page = ROOT / "book" / "claims.md"
+    assert page.read_text(encoding="utf-8") == claims.render_page(ROOT), f"book/claims.md is out of date; {REGENERATE}"
+    assert "book/claims" in _toc_files()
+    for c in claims.CLAIMS:
+        assert f"| **{c.id}** |" in page.read_text(encoding="utf-8")
+
+
+def test_claim_registry_rejects_a_malformed_id():
+    with pytest.raises(ValueError, match="id="):
+        claims.Claim("LN1", "xiong2020preln", "", "", "")
+
+
+def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
+    """The discovery itself, on a tiny fake book: a test name, a chapter's prose, a claim-<ID> glue."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "book").mkdir()
+    (tmp_path / "tests" / "test_claims.py").write_text("def test_TF_1_condition():\n    pass\n")
+    nb = {"cells": [{"cell_type": "markdown", "source": ["Claim **TF-1** (Huang et al.)."], "metadata": {}},
+                    {"cell_type": "code", "source": ["glue('claim-TF-1', 'x')"], "metadata": {},
+                     "outputs": [{"output_type": "display_data", "data": {}, "metadata": {"scrapbook": {"name": "claim-TF-1"}}}]}]}
+    (tmp_path / "book" / "08-tfixup.ipynb").write_text(json.dumps(nb))
+    assert claims.ids_in_tests(tmp_path) == {"TF-1": ["tests/test_claims.py::test_TF_1_condition"]}
+    assert claims.ids_in_chapters(tmp_path) == {"TF-1": ["08-tfixup"]}
+    page = claims.render_page(tmp_path)
+    row = next(line for line in page.splitlines() if line.startswith("| **TF-1** |"))
+    assert "{glue:text}`08-tfixup.ipynb::claim-TF-1:s`" in row and "{doc}`08-tfixup`" in row
+    assert "test_TF_1_condition" in row
