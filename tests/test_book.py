@@ -125,3 +125,75 @@ def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
     row = next(line for line in page.splitlines() if line.startswith("| **TF-1** |"))
     assert "{glue:text}`08-tfixup.ipynb::claim-TF-1:s`" in row and "{doc}`08-tfixup`" in row
     assert "test_TF_1_condition" in row
+
+
+# --------------------------------------------------------------------------
+# Figures: labels a reader can read. (Text inside a PNG is out of the browser
+# test's reach, so these check the code that draws it.)
+# --------------------------------------------------------------------------
+
+_RAW_LABEL = re.compile(r"\(eq-[\w-]+\)")
+
+
+def _code_strings(src: str):
+    import io
+    import tokenize
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type == tokenize.STRING:
+                yield tok.string
+    except (tokenize.TokenError, IndentationError, SyntaxError):  # cell magics and the like
+        return
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_raw_equation_label_in_figures_or_prints(nb):
+    """An {eq} label is resolved only in Markdown; in a legend, title or print it shows raw
+    ("Pre-LN bounds (eq-lemma2-pre)"). Comments may name equations; strings may not."""
+    cells = json.loads(nb.read_text())["cells"]
+    found = [s for c in cells if c["cell_type"] == "code"
+             for s in _code_strings("".join(c["source"])) if _RAW_LABEL.search(s)]
+    assert not found, f"{nb.name}: raw equation labels in strings: {found}"
+    # the check itself: it sees the legend that once shipped
+    assert list(_code_strings('ax.fill_between(x, lo, hi, label="Pre-LN bounds (eq-lemma2-pre)")'))
+
+
+def _ln4_axes(depths, fixed):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import tfx
+
+    fig, a = plt.subplots(figsize=(4.8, 3.5), dpi=110)
+    a.errorbar(depths, [1.0 + 0.1 * k for k in range(len(depths))], fmt="o")
+    a.set_yscale("log")
+    if fixed:
+        tfx.plot.log_ticks(a, depths)
+    else:  # how chapter 4's LN-4 figure once set its ticks
+        a.set_xscale("log")
+        a.set_xticks(depths, [str(n) for n in depths])
+    found = tfx.plot.overlapping_tick_labels(fig)
+    plt.close(fig)
+    return found
+
+
+def test_log_depth_axis_tick_labels_do_not_overlap():
+    from tfx.profiles import PROFILE_NAMES, get_profile
+
+    book_depths = get_profile("book").depths
+    assert _ln4_axes(book_depths, fixed=False), "the overlap check must catch the old LN-4 axis"
+    for name in PROFILE_NAMES:
+        assert _ln4_axes(get_profile(name).depths, fixed=True) == [], name
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_log_axes_with_hand_set_ticks_use_log_ticks(nb):
+    """Fixed ticks on a log axis spanning about a decade collide with matplotlib's labelled
+    minor ticks; tfx.plot.log_ticks sets both."""
+    for c in json.loads(nb.read_text())["cells"]:
+        src = "".join(c["source"]) if c["cell_type"] == "code" else ""
+        log_x = re.search(r"set_xscale\(\s*[\"']log|\.loglog\(|\.semilogx\(", src)
+        assert not (log_x and "set_xticks(" in src), f"{nb.name}: use tfx.plot.log_ticks for a log axis's ticks"
