@@ -102,7 +102,7 @@ def test_claims_page_is_generated_and_in_the_toc():
     assert page.read_text(encoding="utf-8") == claims.render_page(ROOT), f"book/claims.md is out of date; {REGENERATE}"
     assert "book/claims" in _toc_files()
     for c in claims.CLAIMS:
-        assert f"| **{c.id}** |" in page.read_text(encoding="utf-8")
+        assert f"\n## {c.id}\n" in page.read_text(encoding="utf-8")
 
 
 def test_claim_registry_rejects_a_malformed_id():
@@ -122,9 +122,11 @@ def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
     assert claims.ids_in_tests(tmp_path) == {"TF-1": ["tests/test_claims.py::test_TF_1_condition"]}
     assert claims.ids_in_chapters(tmp_path) == {"TF-1": ["08-tfixup"]}
     page = claims.render_page(tmp_path)
-    row = next(line for line in page.splitlines() if line.startswith("| **TF-1** |"))
-    assert "{glue:text}`08-tfixup.ipynb::claim-TF-1:s`" in row and "{doc}`08-tfixup`" in row
-    assert "test_TF_1_condition" in row
+    section = page.split("\n## TF-1\n")[1].split("\n## ")[0]
+    assert "**Measured:** {glue:text}`08-tfixup.ipynb::claim-TF-1:s`" in section
+    assert "**Chapters:** {doc}`08-tfixup`" in section
+    assert "**Test:** `test_TF_1_condition` in `tests/test_claims.py`" in section
+    assert "**Test:** none yet" in page.split("\n## TF-2\n")[1].split("\n## ")[0]
 
 
 # --------------------------------------------------------------------------
