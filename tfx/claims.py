@@ -214,10 +214,10 @@ def measurement(claim: Claim, root: Path = ROOT) -> str:
     """The page's measurement line: the claim's template, else the chapters' ``claim-<ID>`` glue."""
     if claim.measured:
         stem, template = claim.measured
-        return f"{_paste(stem, template)} ({{doc}}`{stem}`)"
+        return f"{_paste(stem, template)} (in {{doc}}`{stem}`)"
     for nb in chapters(root):
         if f"claim-{claim.id}" in glued_keys(nb):
-            return f"{_paste(nb.stem, '{claim-' + claim.id + '}')} ({{doc}}`{nb.stem}`)"
+            return f"{_paste(nb.stem, '{claim-' + claim.id + '}')} (in {{doc}}`{nb.stem}`)"
     return "not measured yet"
 
 
@@ -243,7 +243,8 @@ def render_page(root: Path = ROOT) -> str:
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
         test = "yes" if c.id in tests else "no test yet"
         statement = c.statement.replace("|", "\\|")
-        out.append(f"| {{ref}}`{c.id} <claim-{c.id.lower()}>` | {statement} | {chaps} | {test} |")
+        nobreak = c.id.replace("-", "\u2011")  # a non-breaking hyphen keeps 'LN-1' on one line
+        out.append(f"| {{ref}}`{nobreak} <claim-{c.id.lower()}>` | {statement} | {chaps} | {test} |")
     for c in CLAIMS:
         cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "none yet"
