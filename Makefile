@@ -25,7 +25,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-rendered test browser-deps notebooks clean distclean venv
+.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv
 
 venv: $(STAMP)
 
@@ -59,11 +59,15 @@ define jupyter_book
 	  echo "error: the book build had warnings (see _build/$(2).log)" >&2; exit 1; fi
 endef
 
-book: $(STAMP)
+# The claims appendix is generated from tfx/claims.py, the tests and the chapters.
+claims-page: $(STAMP)
+	$(BIN)/python -m tfx.claims book/claims.md
+
+book: $(STAMP) claims-page
 	$(call jupyter_book,,book)
 
 # Same build, but notebooks are not executed: the committed outputs are rendered.
-book-rendered: $(STAMP)
+book-rendered: $(STAMP) claims-page
 	@mkdir -p _build
 	$(BIN)/python scripts/rendered_config.py _build/_config.rendered.yml
 	$(call jupyter_book,--config _build/_config.rendered.yml,book-rendered)

@@ -64,3 +64,138 @@ def test_colab_links_point_at_this_repository():
         page = (html / rel).with_suffix(".html").read_text()
         want = f"https://colab.research.google.com/github/{slug}/blob/{branch}/{rel.as_posix()}"
         assert want in page, f"{rel}: no Colab link to {want}"
+
+
+# --------------------------------------------------------------------------
+# The claims appendix (book/claims.md) is generated from tfx/claims.py, the tests
+# and the chapters, so it cannot drift from them.
+# --------------------------------------------------------------------------
+
+from tfx import claims  # noqa: E402
+
+REGENERATE = "regenerate it: python -m tfx.claims book/claims.md"
+
+
+def test_every_claim_id_in_the_tests_and_chapters_is_registered():
+    in_tests = claims.ids_in_tests(ROOT)
+    in_chapters = claims.ids_in_chapters(ROOT, kinds=("markdown", "code"))
+    unknown = {i: where for i, where in {**in_chapters, **in_tests}.items() if i not in claims.BY_ID}
+    assert not unknown, f"claim ids with no entry in tfx/claims.py CLAIMS: {unknown}"
+    assert in_tests, "no test_<ID>_… function found: the scan is broken"
+
+
+def test_claim_measurements_name_glued_values():
+    for c in claims.CLAIMS:
+        if not c.measured:
+            continue
+        stem, template = c.measured
+        nb = ROOT / "book" / f"{stem}.ipynb"
+        assert nb.exists(), f"{c.id}: measured in {stem}, which is not a chapter"
+        keys = claims.template_keys(template)
+        assert keys, f"{c.id}: the measurement template pastes no glued value"
+        missing = sorted(set(keys) - claims.glued_keys(nb))
+        assert not missing, f"{c.id}: {stem}'s saved outputs glue no {missing}"
+
+
+def test_claims_page_is_generated_and_in_the_toc():
+    page = ROOT / "book" / "claims.md"
+    assert page.read_text(encoding="utf-8") == claims.render_page(ROOT), f"book/claims.md is out of date; {REGENERATE}"
+    assert "book/claims" in _toc_files()
+    for c in claims.CLAIMS:
+        assert f"\n## {c.id}\n" in page.read_text(encoding="utf-8")
+
+
+def test_claim_registry_rejects_a_malformed_id():
+    with pytest.raises(ValueError, match="id="):
+        claims.Claim("LN1", "xiong2020preln", "", "", "")
+
+
+def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
+    """The discovery itself, on a tiny fake book: a test name, a chapter's prose, a claim-<ID> glue."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "book").mkdir()
+    (tmp_path / "tests" / "test_claims.py").write_text("def test_TF_1_condition():\n    pass\n")
+    nb = {"cells": [{"cell_type": "markdown", "source": ["Claim **TF-1** (Huang et al.)."], "metadata": {}},
+                    {"cell_type": "code", "source": ["glue('claim-TF-1', 'x')"], "metadata": {},
+                     "outputs": [{"output_type": "display_data", "data": {}, "metadata": {"scrapbook": {"name": "claim-TF-1"}}}]}]}
+    (tmp_path / "book" / "08-tfixup.ipynb").write_text(json.dumps(nb))
+    assert claims.ids_in_tests(tmp_path) == {"TF-1": ["tests/test_claims.py::test_TF_1_condition"]}
+    assert claims.ids_in_chapters(tmp_path) == {"TF-1": ["08-tfixup"]}
+    page = claims.render_page(tmp_path)
+    section = page.split("\n## TF-1\n")[1].split("\n## ")[0]
+    assert "**Measured:** {glue:text}`08-tfixup.ipynb::claim-TF-1:s`" in section
+    assert "**Chapters:** {doc}`08-tfixup`" in section
+    assert "**Test:** `test_TF_1_condition` in `tests/test_claims.py`" in section
+    assert "**Test:** none yet" in page.split("\n## TF-2\n")[1].split("\n## ")[0]
+
+
+# --------------------------------------------------------------------------
+# Figures: labels a reader can read. (Text inside a PNG is out of the browser
+# test's reach, so these check the code that draws it.)
+# --------------------------------------------------------------------------
+
+_RAW_LABEL = re.compile(r"\(eq-[\w-]+\)")
+
+
+def _code_strings(src: str):
+    import io
+    import tokenize
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type == tokenize.STRING:
+                yield tok.string
+    except (tokenize.TokenError, IndentationError, SyntaxError):  # cell magics and the like
+        return
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_raw_equation_label_in_figures_or_prints(nb):
+    """An {eq} label is resolved only in Markdown; in a legend, title or print it shows raw
+    ("Pre-LN bounds (eq-lemma2-pre)"). Comments may name equations; strings may not."""
+    cells = json.loads(nb.read_text())["cells"]
+    found = [s for c in cells if c["cell_type"] == "code"
+             for s in _code_strings("".join(c["source"])) if _RAW_LABEL.search(s)]
+    assert not found, f"{nb.name}: raw equation labels in strings: {found}"
+    # the check itself: it sees the legend that once shipped
+    assert list(_code_strings('ax.fill_between(x, lo, hi, label="Pre-LN bounds (eq-lemma2-pre)")'))
+
+
+def _ln4_axes(depths, fixed):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import tfx
+
+    fig, a = plt.subplots(figsize=(4.8, 3.5), dpi=110)
+    a.errorbar(depths, [1.0 + 0.1 * k for k in range(len(depths))], fmt="o")
+    a.set_yscale("log")
+    if fixed:
+        tfx.plot.log_ticks(a, depths)
+    else:  # how chapter 4's LN-4 figure once set its ticks
+        a.set_xscale("log")
+        a.set_xticks(depths, [str(n) for n in depths])
+    found = tfx.plot.overlapping_tick_labels(fig)
+    plt.close(fig)
+    return found
+
+
+def test_log_depth_axis_tick_labels_do_not_overlap():
+    from tfx.profiles import PROFILE_NAMES, get_profile
+
+    book_depths = get_profile("book").depths
+    assert _ln4_axes(book_depths, fixed=False), "the overlap check must catch the old LN-4 axis"
+    for name in PROFILE_NAMES:
+        assert _ln4_axes(get_profile(name).depths, fixed=True) == [], name
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_log_axes_with_hand_set_ticks_use_log_ticks(nb):
+    """Fixed ticks on a log axis spanning about a decade collide with matplotlib's labelled
+    minor ticks; tfx.plot.log_ticks sets both."""
+    for c in json.loads(nb.read_text())["cells"]:
+        src = "".join(c["source"]) if c["cell_type"] == "code" else ""
+        log_x = re.search(r"set_xscale\(\s*[\"']log|\.loglog\(|\.semilogx\(", src)
+        assert not (log_x and "set_xticks(" in src), f"{nb.name}: use tfx.plot.log_ticks for a log axis's ticks"

@@ -12,7 +12,15 @@ HTML page under ``_build/html`` this fails if
   delimiters (``$$``, ``\\(``, ``\\[``, ``\\begin{``) left in the prose, or a
   MathJax error box (``mjx-merror``);
 * an ``<img>`` is broken (loaded with ``naturalWidth == 0``);
-* the page carries saved widget state and widget views, but no widget rendered.
+* the page carries saved widget state and widget views, but no widget rendered;
+* something is unreadable or unfinished (``_readability_problems``): a code cell
+  whose output is a bare repr (the value of its last line, e.g. ``200000``), an
+  equation label left raw (``(eq-…)``) in the text or an output, visible text
+  below ``MIN_TEXT_PX`` (computed font size, or rendered height as a second
+  guard), or a figure shown so much smaller than its pixels that its body text
+  (``FIGURE_TEXT_PT`` at the PNG's dpi) renders below ``MIN_TEXT_PX``.
+  ``test_readability_checks_catch_each_defect`` shows each of these failing on a
+  small fixture page.
 
 A full-page screenshot of every page goes to ``_build/screenshots/``.
 
@@ -24,13 +32,15 @@ with the reason; in CI (``CI=true``) it fails them.
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.server
 import os
 import re
+import struct
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
@@ -52,6 +62,11 @@ CHROMIUM_ARGS = [
 NOT_PAGES = {"_static", "_sources", "_images", "_downloads", "reports"}
 MATH_TIMEOUT_MS = 20_000
 WIDGET_TIMEOUT_MS = 20_000
+# Readability: no visible text below this many CSS pixels. The theme's smallest is
+# about 11 px; the explorers' figures once rendered their text at 5 px.
+MIN_TEXT_PX = 9.0
+# The body text of the book's figures (tfx.plot.STYLE["font.size"], in points).
+FIGURE_TEXT_PT = 10.0
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
@@ -222,6 +237,96 @@ _WIDGETS_DONE_JS = r"""
 _REFRESH = re.compile(r'<meta[^>]+http-equiv\s*=\s*["\']refresh["\']', re.I)
 
 
+# Runs in the page: what is unreadable or unfinished, as a list of strings.
+_READABILITY_JS = r"""
+(minPx) => {
+  const problems = [];
+  // A code cell whose output is the repr of its last line (myst-nb: .output.text_plain).
+  document.querySelectorAll('.cell_output .output.text_plain').forEach(el => {
+    problems.push('bare repr as a cell output (end the line with ; or glue it): '
+                  + (el.querySelector('pre') || el).textContent.trim().slice(0, 60));
+  });
+  // An equation label left raw, in the prose or in an output (code sources aside).
+  const main = document.querySelector('main, article, [role=main]') || document.body;
+  const copy = main.cloneNode(true);
+  copy.querySelectorAll('.cell_input, script, style, textarea, code.literal').forEach(e => e.remove());
+  const label = copy.textContent.match(/.{0,30}\(eq-[A-Za-z0-9_-]+\).{0,30}/s);
+  if (label) problems.push('raw equation label: ' + label[0].replace(/\s+/g, ' '));
+  // Visible text below minPx: computed font size, or rendered height (transforms).
+  const tiny = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const text = n.textContent.trim();
+    const el = n.parentElement;
+    if (!text || !el || el.closest('script, style, noscript, template, mjx-assistive-mml, .visually-hidden, .sr-only')) continue;
+    if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;  // hidden, collapsed
+    const cs = getComputedStyle(el);
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    const rects = Array.from(range.getClientRects()).filter(r => r.width > 1 && r.height > 1);
+    if (!rects.length) continue;  // not rendered (collapsed, display: none)
+    const size = parseFloat(cs.fontSize);
+    const height = Math.max(...rects.map(r => r.height));
+    if (size < minPx || height < 0.8 * minPx) {
+      tiny.push(`"${text.slice(0, 30)}" (font ${size.toFixed(1)} px, ${height.toFixed(1)} px high)`);
+    }
+  }
+  if (tiny.length) problems.push(`${tiny.length} text(s) below ${minPx} px: ` + tiny.slice(0, 5).join('; '));
+  return problems;
+}
+"""
+
+# Runs in the page: every image shown, with its natural and its rendered width.
+_SHOWN_IMAGES_JS = r"""
+() => Array.from(document.images)
+  .filter(img => img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width > 1)
+  .map(img => ({src: img.currentSrc || img.src, natural: img.naturalWidth,
+                shown: img.getBoundingClientRect().width}))
+"""
+
+
+def _png_dpi(data: bytes):
+    """The dpi a PNG records in its pHYs chunk (matplotlib writes the figure's), else None."""
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    i = 8
+    while i + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[i:i + 8])
+        if kind == b"pHYs":
+            per_metre, _, unit = struct.unpack(">IIB", data[i + 8:i + 17])
+            return per_metre * 0.0254 if unit == 1 else None
+        if kind == b"IDAT":
+            return None
+        i += 12 + length
+    return None
+
+
+def _image_bytes(src: str, page_url: str):
+    if src.startswith("data:"):
+        head, _, body = src.partition(",")
+        return base64.b64decode(body) if head.endswith(";base64") else None
+    path = urlsplit(urljoin(page_url, src)).path
+    f = HTML / unquote(path).lstrip("/")
+    return f.read_bytes() if f.is_file() else None
+
+
+def _readability_problems(p) -> list[str]:
+    """Bare reprs, raw equation labels, text below MIN_TEXT_PX, and figures shrunk so far
+    that their FIGURE_TEXT_PT text renders below MIN_TEXT_PX, on the open page ``p``."""
+    problems = p.evaluate(_READABILITY_JS, MIN_TEXT_PX)
+    for img in p.evaluate(_SHOWN_IMAGES_JS):
+        data = _image_bytes(img["src"], p.url)
+        dpi = _png_dpi(data) if data else None
+        if not dpi:
+            continue  # not a figure with a known resolution (icons, SVG)
+        scale = img["shown"] / img["natural"]
+        text_px = FIGURE_TEXT_PT / 72 * dpi * scale
+        if text_px < MIN_TEXT_PX:
+            problems.append(f"figure shown at {scale:.0%} of its {img['natural']} px: its {FIGURE_TEXT_PT:g}-pt "
+                            f"text renders at {text_px:.1f} px (< {MIN_TEXT_PX:g}): {img['src'][:60]}")
+    return problems
+
+
 def _shot_name(page: str) -> str:
     return page.replace("/", "__").removesuffix(".html") + ".png"
 
@@ -281,6 +386,7 @@ def test_page_renders(page, server, browser):
 
         problems += p.evaluate(_MATH_PROBLEMS_JS)
         problems += [f"broken image: {src}" for src in p.evaluate(_BROKEN_IMAGES_JS)]
+        problems += _readability_problems(p)
         w = p.evaluate(_WIDGETS_JS)
         if w["state"] and w["views"] and not p.evaluate(_WIDGETS_DONE_JS):
             problems.append(
@@ -294,3 +400,61 @@ def test_page_renders(page, server, browser):
         context.close()
 
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
+
+# --------------------------------------------------------------------------
+# The readability checks fail on each defect they exist for.
+# --------------------------------------------------------------------------
+
+
+def _figure_png(width_in: float) -> str:
+    """A data: URI of a small matplotlib PNG at the book's dpi (110)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width_in, 1.5), dpi=110)
+    ax.plot([0, 1], [0, 1], label="a legend")
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+_FIXTURE = """<!doctype html><html><head><style>body {{ font-size: 16px; width: 1200px }}</style></head>
+<body><main>
+<p>Clean prose with an equation reference: see equation (3).</p>
+<div class="cell_input"><pre>glue("x", 1)  # (eq-in-code) is fine in a code source</pre></div>
+<div class="cell_output"><div class="output stream"><pre>printed on purpose</pre></div></div>
+<details><summary>Solution</summary><p style="font-size: 5px">collapsed, so not shown</p></details>
+<img id="ok" src="{ok}" style="width: {ok_w}px">
+{bad}
+</main></body></html>"""
+
+_DEFECTS = {
+    "bare repr": '<div class="cell_output"><div class="output text_plain"><pre>13.510916324302736</pre></div></div>',
+    "raw equation label": '<p>Pre-LN bounds (eq-lemma2-pre)</p>',
+    "below 9 px": '<p style="font-size: 5px">explorer caption at 5 px</p>',
+    "px high": '<p style="font-size: 14px; transform: scale(0.3); transform-origin: left top">shrunk by a transform</p>',
+    "figure shown at": '<img src="{wide}" style="width: 600px">',
+}
+
+
+def test_readability_checks_catch_each_defect(browser):
+    ok, wide = _figure_png(5.0), _figure_png(13.3)  # 550 px shown at 550; 1463 px shown at 600
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        p = context.new_page()
+        p.set_content(_FIXTURE.format(ok=ok, ok_w=550, bad=""))
+        assert _readability_problems(p) == [], "the clean fixture must pass"
+        for needle, html in _DEFECTS.items():
+            p.set_content(_FIXTURE.format(ok=ok, ok_w=550, bad=html.format(wide=wide)))
+            found = _readability_problems(p)
+            assert len(found) == 1 and needle in found[0], f"{needle!r} not caught alone: {found}"
+    finally:
+        context.close()

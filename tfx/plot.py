@@ -118,3 +118,35 @@ def flowchart(ax, nodes: dict, edges: list, fontsize: float = 8.5):
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
     ax.set_axis_off()
     return boxes
+
+
+def log_ticks(ax, values, axis: str = "x"):
+    """Put ``axis`` on a log scale with labelled ticks exactly at ``values`` (e.g. the depths
+    swept), written as plain numbers. The minor ticks keep their marks but lose their labels:
+    over about one decade matplotlib labels them too ("2×10¹"), on top of ours."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    values = list(values)
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    a.set_major_locator(FixedLocator(values))
+    a.set_ticklabels([f"{v:g}" for v in values])
+    a.set_minor_formatter(NullFormatter())
+    return ax
+
+
+def overlapping_tick_labels(fig) -> list:
+    """Pairs of tick labels, on the same axis of ``fig``, whose drawn boxes overlap:
+    [(axis title or index, label a, label b)]. Empty for a readable figure."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for k, ax in enumerate(fig.axes):
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t for t in axis.get_ticklabels(which="both") if t.get_visible() and t.get_text().strip()]
+            boxes = [t.get_window_extent(renderer) for t in labels]
+            for i in range(len(labels)):
+                for j in range(i + 1, len(labels)):
+                    if boxes[i].overlaps(boxes[j]):
+                        found.append((ax.get_title() or k, labels[i].get_text(), labels[j].get_text()))
+    return found
