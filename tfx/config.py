@@ -86,6 +86,7 @@ class ModelConfig(_Replaceable):
     tie_embeddings: bool = False  # decoder input embedding shared with the output projection
     positions: str = "sinusoidal"
     max_len: int = 256
+    admin_profiling: str = "train"  # init='admin': profile with dropout on ('train', the authors' way) or off ('eval')
 
     def __post_init__(self):
         _check_int("src_vocab", self.src_vocab, 1)
@@ -124,6 +125,7 @@ class ModelConfig(_Replaceable):
             _check_prob(name, getattr(self, name))
         _check_choice("positions", self.positions, POSITIONS)
         _check_int("max_len", self.max_len, 1)
+        _check_choice("admin_profiling", self.admin_profiling, ("train", "eval"))  # tfx.init.ADMIN_PROFILING
 
     @property
     def kind(self) -> str:
