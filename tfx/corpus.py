@@ -29,7 +29,7 @@ from tfx.data import BOS, EOS, PAD, UNK, Batch
 
 __all__ = [
     "TranslationTask", "load_corpus", "verify_corpus", "CorpusChecksumError",
-    "load_iwslt14", "parse_iwslt_parquet", "load_iwslt14_task", "bleu",
+    "load_iwslt14", "parse_iwslt_parquet", "iwslt14_unavailable", "load_iwslt14_task", "bleu",
     "train_bpe", "corpus_dir", "read_pairs", "CORPORA",
 ]
 
@@ -357,6 +357,28 @@ def _iwslt_files(split: str, cache_dir) -> list[str]:
     hf_cache = None if cache_dir is None else str(Path(cache_dir) / "hf")
     return [hub.hf_hub_download(IWSLT_REPO, n, repo_type="dataset", revision=IWSLT_REVISION,
                                 cache_dir=hf_cache) for n in names]
+
+
+def iwslt14_unavailable(timeout: float = 5.0) -> str | None:
+    """None if IWSLT'14 can be loaded (in the hub cache, or the hub answers within
+    ``timeout`` seconds), else a short reason, e.g. "the Hugging Face hub is not reachable"."""
+    import importlib.util
+
+    missing = [m for m in ("pyarrow", "huggingface_hub") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed: pip install 'tfx[full]'"
+    hub = _full_import("huggingface_hub")
+    cached = [hub.try_to_load_from_cache(IWSLT_REPO, f"{IWSLT_CONFIG}/{_IWSLT_SPLIT[s]}/0000.parquet",
+                                         repo_type="dataset", revision=IWSLT_REVISION) for s in SPLITS]
+    if all(isinstance(c, str) for c in cached):
+        return None
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set and the data is not in the hub cache"
+    try:
+        hub.HfApi().dataset_info(IWSLT_REPO, timeout=timeout)
+    except Exception as e:  # DNS, connection, timeout, HTTP error: all mean "cannot load it now"
+        return f"the Hugging Face hub is not reachable: {type(e).__name__}"
+    return None
 
 
 def load_iwslt14(split: str = "train", cache_dir: str | os.PathLike | None = None) -> list[tuple[str, str]]:
