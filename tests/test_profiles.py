@@ -20,16 +20,18 @@ def hub(monkeypatch):
     profiles.resolve_task.cache_clear()
 
 
-def test_full_profile_falls_back_to_the_shipped_corpus_and_says_so(hub, capsys):
+def test_full_profile_falls_back_to_the_shipped_corpus_and_says_so(hub, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("TFX_CACHE", str(tmp_path))  # the BPE of the corpus goes here
     hub(UNREACHABLE)
     with pytest.warns(UserWarning, match="IWSLT'14 cannot be loaded .the Hugging Face hub is not reachable.*"
-                                         "shipped LibreOffice corpus 'libreoffice-de-en'"):
+                                         "shipped LibreOffice corpus 'libreoffice-de-en-large'"):
         P = tfx.notebook.setup("full")
     line = capsys.readouterr().out.strip()
-    assert line == str(P) == f"profile: full · device: {P.device} · task: libreoffice-de-en (IWSLT'14 unavailable)"
-    assert P.task == "libreoffice-de-en" and "not reachable" in P.task_note
+    assert line == str(P) == (f"profile: full · device: {P.device} · "
+                              "task: libreoffice-de-en-large (IWSLT'14 unavailable)")
+    assert P.task == "libreoffice-de-en-large" and "not reachable" in P.task_note
     task = P.load_task()  # no crash, no download: the shipped corpus
-    assert task.name == "libreoffice-de-en" and len(task) > 1000
+    assert task.name == "libreoffice-de-en-large" and len(task) > 25_000
 
 
 def test_full_profile_uses_iwslt_when_it_can_be_loaded(hub, recwarn):
@@ -40,7 +42,8 @@ def test_full_profile_uses_iwslt_when_it_can_be_loaded(hub, recwarn):
     assert not [w for w in recwarn if "IWSLT" in str(w.message)]
 
 
-def test_a_failing_iwslt_load_falls_back_with_a_warning(hub, monkeypatch):
+def test_a_failing_iwslt_load_falls_back_with_a_warning(hub, monkeypatch, tmp_path):
+    monkeypatch.setenv("TFX_CACHE", str(tmp_path))
     hub(None)  # the check said yes, then the download fails
     real = tfx.data.load_task
 
@@ -52,7 +55,7 @@ def test_a_failing_iwslt_load_falls_back_with_a_warning(hub, monkeypatch):
     monkeypatch.setattr(tfx.data, "load_task", load_task)
     with pytest.warns(UserWarning, match="loading IWSLT'14 failed .ConnectionError: connection reset.*libreoffice"):
         task = profiles.load_task_or_fallback("iwslt14")
-    assert task.name == "libreoffice-de-en"
+    assert task.name == "libreoffice-de-en-large"
 
 
 def test_iwslt_check_names_the_missing_extras(monkeypatch):

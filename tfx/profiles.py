@@ -70,7 +70,7 @@ _PROFILES = {
 }
 
 
-FALLBACK_TASK = "libreoffice-de-en"  # shipped with tfx: always there
+FALLBACK_TASK = "libreoffice-de-en-large"  # shipped with tfx (26k pairs): always there
 
 
 @functools.lru_cache(maxsize=None)
@@ -85,16 +85,28 @@ def resolve_task(name: str) -> tuple[str, str]:
     if why is None:
         return name, ""
     note = (f"IWSLT'14 cannot be loaded ({why}); training on the shipped LibreOffice corpus "
-            f"'{FALLBACK_TASK}' instead, a smaller and easier task than the papers'.")
+            f"'{FALLBACK_TASK}' instead, a smaller task than the papers' (technical help text).")
     warnings.warn(note, stacklevel=3)
     return FALLBACK_TASK, note
 
 
-def load_task_or_fallback(name: str, seed: int = 0, length: int = 12):
-    """``tfx.data.load_task(name)``; for ``iwslt14`` the shipped corpus when IWSLT'14 cannot be
-    loaded (checked by :func:`resolve_task`, or failing now), with a warning that says so."""
-    from .data import load_task
+def _load_task(name: str, seed: int = 0, length: int = 12):
+    """``tfx.data.load_task``, which also knows the shipped corpora of ``tfx.corpus``."""
+    from . import data
 
+    if name not in data.TASKS:
+        from .corpus import CORPORA, load_corpus
+
+        if name in CORPORA:
+            return load_corpus(name, seed=seed)
+    return data.load_task(name, seed=seed, length=length)
+
+
+def load_task_or_fallback(name: str, seed: int = 0, length: int = 12):
+    """The task called ``name`` (``tfx.data.load_task`` or a corpus of ``tfx.corpus``); for
+    ``iwslt14`` the shipped corpus when IWSLT'14 cannot be loaded (checked by
+    :func:`resolve_task`, or failing now), with a warning that says so."""
+    load_task = _load_task
     used, _ = resolve_task(name)
     if used != name:
         return load_task(used, seed=seed, length=length)
