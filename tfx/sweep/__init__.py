@@ -217,17 +217,33 @@ def _work(job: dict) -> tuple[dict, bool]:
 
     from ..profiles import load_task_or_fallback
 
-    torch.set_num_threads(job["threads"])
     if job["task"] not in _TASKS:
         _TASKS[job["task"]] = load_task_or_fallback(job["task"], length=job["seq_len"])
     task, run = _TASKS[job["task"]], job["run"]
     resumed = os.path.exists(job["checkpoint"])
-    rec = run_one(run.label, ModelConfig.for_task(task, **run.model), task, run.train, run.seed,
-                  checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
+    try:
+        rec = run_one(run.label, ModelConfig.for_task(task, **run.model), task, run.train, run.seed,
+                      checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
+    finally:
+        torch.set_num_threads(threads)
     for k in ("experiment", "profile", "index", "run_id", "key"):
         setattr(rec, k, job[k])
     rec.point, rec.task = dict(run.point), job["task"]
     return rec.to_dict(), resumed
+
+
+def _die_with_parent(parent: int):
+    """Worker initialiser: on Linux a worker is killed when the sweep is (``kill -9``), so
+    a rerun never races an orphaned worker for a run's checkpoint."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the sweep died while this worker was starting
+        os._exit(1)
 
 
 def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
@@ -305,7 +321,8 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             futures = {pool.submit(_work, job): job for job in todo}
             for fut in as_completed(futures):
                 try:
