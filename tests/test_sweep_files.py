@@ -197,3 +197,18 @@ def test_cli_lists_runs_and_reports_bad_files(tmp_path, capsys):
     assert capsys.readouterr().out.split() == ["1", "b", "seed", "0"]
     assert sweep.main([str(tmp_path / "missing"), "--profile", "quick"]) == 1
     assert "no experiment file" in capsys.readouterr().err
+
+
+def test_the_format_example_in_the_docstring_is_a_valid_experiment():
+    import textwrap
+    import tomllib
+
+    from tfx import experiment
+
+    doc = experiment.__doc__
+    text = textwrap.dedent(doc[doc.index("    # experiments/warmup.toml"):doc.index("Each run's settings")])
+    exp = Experiment.from_dict(tomllib.loads(text), name="example")
+    quick = exp.runs("quick")
+    assert [r.label for r in quick] == ["warmup=0 · Adam", "warmup=0 · SGD", "warmup=20 · Adam", "warmup=20 · SGD"]
+    assert quick[1].train.optimizer == "sgd" and quick[1].train.lr == 0.1 and quick[0].train.steps == 60
+    assert len(exp.runs("book")) == 2 * 2 * 3  # the file's grid and seeds outside quick

@@ -8,7 +8,7 @@
 
 The ``full`` profile trains on IWSLT'14 De-En from the Hugging Face hub. Where that
 cannot be loaded (no network, no ``tfx[full]`` extras) it says so in a warning and
-falls back to the shipped LibreOffice corpus; the profile line every notebook prints
+falls back to the larger shipped LibreOffice corpus; the profile line every notebook prints
 (``str(P)``) names the task actually used, so a figure never hides the switch.
 """
 from __future__ import annotations
@@ -106,18 +106,17 @@ def load_task_or_fallback(name: str, seed: int = 0, length: int = 12):
     """The task called ``name`` (``tfx.data.load_task`` or a corpus of ``tfx.corpus``); for
     ``iwslt14`` the shipped corpus when IWSLT'14 cannot be loaded (checked by
     :func:`resolve_task`, or failing now), with a warning that says so."""
-    load_task = _load_task
     used, _ = resolve_task(name)
     if used != name:
-        return load_task(used, seed=seed, length=length)
+        return _load_task(used, seed=seed, length=length)
     try:
-        return load_task(name, seed=seed, length=length)
+        return _load_task(name, seed=seed, length=length)
     except Exception as e:  # reachable a moment ago, failing now: say so, never crash
         if name != "iwslt14":
             raise
         warnings.warn(f"loading IWSLT'14 failed ({type(e).__name__}: {e}); training on the shipped "
                       f"LibreOffice corpus '{FALLBACK_TASK}' instead.", stacklevel=2)
-        return load_task(FALLBACK_TASK, seed=seed, length=length)
+        return _load_task(FALLBACK_TASK, seed=seed, length=length)
 
 
 def get_profile(name: str | None = None, check_task: bool = True) -> Profile:
