@@ -212,3 +212,10 @@ def test_the_format_example_in_the_docstring_is_a_valid_experiment():
     assert [r.label for r in quick] == ["warmup=0 · Adam", "warmup=0 · SGD", "warmup=20 · Adam", "warmup=20 · SGD"]
     assert quick[1].train.optimizer == "sgd" and quick[1].train.lr == 0.1 and quick[0].train.steps == 60
     assert len(exp.runs("book")) == 2 * 2 * 3  # the file's grid and seeds outside quick
+
+
+def test_a_run_that_raises_is_reported_and_the_others_are_recorded(tmp_path):
+    text = TINY.replace("steps = 200", "steps = 3").replace("b = { train.lr = 2e-3 }", "b = { model.max_len = 4 }")
+    with pytest.raises(RuntimeError, match=r"1 run\(s\) raised and were not recorded: b seed 0"):
+        sweep.run_experiment(_write(tmp_path, text), "quick", tmp_path / "r", progress=False)
+    assert [r.label for r in results.read(tmp_path / "r" / "tiny.quick.jsonl")] == ["a", "c"]

@@ -90,8 +90,16 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
                   device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
-                  amp_dtype=_amp_dtype(hist, tc), bleu=getattr(hist, "bleu", None),
+                  amp_dtype=_amp_dtype(hist, tc), bleu=_bleu(hist),
                   finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def _bleu(hist) -> float | None:
+    """The run's BLEU where its History measured one (``bleu``, else the last ``eval_bleu``)."""
+    if getattr(hist, "bleu", None) is not None:
+        return hist.bleu
+    scores = [b for b in getattr(hist, "eval_bleu", None) or [] if b is not None]
+    return scores[-1] if scores else None
 
 
 def _amp_dtype(hist, tc) -> str:
