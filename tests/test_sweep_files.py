@@ -80,14 +80,17 @@ def test_kill_9_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path):
     proc.wait()
     proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
-    assert len(out.read_text().splitlines()) == 1 and ckpt_b.exists()  # killed in the middle of run b
+    n_recorded = len(out.read_text().splitlines())
+    in_flight = list(ckpt_b.parent.glob("*.pt"))
+    # killed in the middle of run b (or, on a very busy machine, of run c): a run recorded, one half done
+    assert n_recorded in (1, 2) and len(in_flight) == 1
 
     rerun = subprocess.run(_sweep_cmd(exp_path, killed), cwd=ROOT, env=_env(), capture_output=True, text=True,
                            timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    assert "1 already recorded" in rerun.stderr and "b seed 0" in rerun.stderr
+    assert f"{n_recorded} already recorded" in rerun.stderr
     assert "resumed from its checkpoint" in rerun.stderr
-    assert not ckpt_b.exists()  # a finished run's checkpoint is removed
+    assert not list(ckpt_b.parent.glob("*.pt"))  # a finished run's checkpoint is removed
 
     clean = sweep.run_experiment(exp, "quick", tmp_path / "clean", progress=False)
     resumed = results.read(out)
