@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate the shipped German→English corpus ``tfx/corpora/libreoffice_de_en``.
+"""Regenerate the shipped German→English corpora ``tfx/corpora/libreoffice_de_en`` (4k
+training pairs) and ``tfx/corpora/libreoffice_de_en_large`` (every pair: ~29k).
 
 Source: the LibreOffice help pages in Debian's ``libreoffice-help-de`` and
 ``libreoffice-help-en-us`` packages (MPL-2.0, © The Document Foundation and
@@ -12,6 +13,7 @@ Usage (as root, or anywhere ``apt-get download`` works; needs ``dpkg-deb``)::
     python scripts/make_corpus.py            # regenerate the shipped files
     python scripts/make_corpus.py --check    # regenerate into a temp dir, compare SHA256SUMS
     python scripts/make_corpus.py --debs DIR # use .deb files already in DIR (no apt)
+    python scripts/make_corpus.py --large    # also the large corpus (train split only)
 
 Pipeline
 --------
@@ -27,6 +29,9 @@ Pipeline
 4. Split BY FILE: files are ordered by ``sha256(f"{SEED}:{path}")``; walking that
    order, files go to ``test`` until it holds ≥ ``N_TEST`` pairs, then ``valid``
    (≥ ``N_VALID``), then ``train`` (≥ ``N_TRAIN``); the remaining files are unused.
+   The large corpus walks the same order with no limit on ``train``: its valid and
+   test splits are the small corpus's (not shipped twice), and its train split
+   begins with the small corpus's train split.
    While walking, a pair is dropped if its German or its English side was already
    seen (this drops exact duplicates and makes sure no sentence — e.g. from a
    section embedded in several pages — appears in two splits).
@@ -65,6 +70,8 @@ SKIP_CLASSES = {"code", "codeintable", "smathcode", "bascode"}
 ID_RE = re.compile(r"^(par|hd)_id")
 DATA_FILES = ("train.tsv.gz", "valid.tsv.gz", "test.tsv.gz", "files.tsv")
 OUT_DIR = Path(__file__).resolve().parents[1] / "tfx" / "corpora" / "libreoffice_de_en"
+LARGE_DIR = OUT_DIR.with_name("libreoffice_de_en_large")
+LARGE_FILES = ("train.tsv.gz", "files.tsv")  # valid and test: those of OUT_DIR
 MPL_URL = "https://mozilla.org/MPL/2.0/"
 
 
@@ -150,10 +157,11 @@ def pair_pages(help_root: Path) -> dict[str, list[tuple[str, str]]]:
     return pages
 
 
-def split_pages(pages: dict[str, list[tuple[str, str]]], seed: int = SEED):
-    """Assign whole files to test/valid/train (see module docstring)."""
+def split_pages(pages: dict[str, list[tuple[str, str]]], seed: int = SEED, n_train: int | None = N_TRAIN):
+    """Assign whole files to test/valid/train (see module docstring); ``n_train=None``:
+    every remaining file goes to train."""
     order = sorted(pages, key=lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
-    targets = [("test", N_TEST), ("valid", N_VALID), ("train", N_TRAIN)]
+    targets = [("test", N_TEST), ("valid", N_VALID), ("train", float("inf") if n_train is None else n_train)]
     splits = {name: [] for name, _ in targets}
     manifest = []  # (split, path, n)
     seen_de, seen_en = set(), set()
@@ -259,12 +267,13 @@ Selection: paragraphs paired by (file path, par_id/hd_id, occurrence); both
 sides {min_w}-{max_w} whitespace-separated words; code paragraphs, untranslated
 paragraphs and repeated sentences dropped; split by file (files.tsv lists which
 help page went to which split). Pairs: train {n_train}, valid {n_valid}, test {n_test}.
-
+{large_note}
 The rest of tfx is under its own licence (MIT); this directory alone is MPL-2.0.
 """
 
 
-def build(out: Path, debs_dir: Path | None = None, update: bool = True) -> dict:
+def build(out: Path, debs_dir: Path | None = None, update: bool = True, large: Path | None = None) -> dict:
+    """Write the corpus to ``out`` and, with ``large``, the large corpus's train split there."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tfx-corpus-") as tmp:
@@ -276,26 +285,35 @@ def build(out: Path, debs_dir: Path | None = None, update: bool = True) -> dict:
         n_pairs = sum(map(len, pages.values()))
         print(f"{n_files} German pages, {len(pages)} with pairs, {n_pairs} pairs "
               f"after length filter", file=sys.stderr)
-        splits, manifest = split_pages(pages)
-        for name in ("train", "valid", "test"):
-            text = "".join(f"{d}\t{e}\n" for d, e in splits[name])
-            (out / f"{name}.tsv.gz").write_bytes(_gzip_bytes(text))
-        (out / "files.tsv").write_text(
-            "".join(f"{s}\t{p}\t{n}\n" for s, p, n in manifest), encoding="utf-8")
-        shutil.copyfile(root / "usr/share/doc/libreoffice-help-de/copyright", out / "copyright")
-        (out / "LICENSE").write_text(mpl_text(work), encoding="utf-8")
         pk = "".join(f"  {p} {v}  (sha256 of .deb {h})\n" for p, (v, h) in versions.items())
-        (out / "NOTICE").write_text(NOTICE_TEMPLATE.format(
-            mpl_url=MPL_URL, packages=pk, min_w=MIN_WORDS, max_w=MAX_WORDS,
-            n_train=len(splits["train"]), n_valid=len(splits["valid"]),
-            n_test=len(splits["test"])), encoding="utf-8")
-    sums = "".join(f"{sha256_file(out / f)}  {f}\n" for f in DATA_FILES)
-    (out / "SHA256SUMS").write_text(sums, encoding="utf-8")
-    stats = {k: len(v) for k, v in splits.items()}
-    stats.update(files={s: sum(1 for m in manifest if m[0] == s) for s in splits},
-                 bytes=sum((out / f).stat().st_size for f in DATA_FILES),
-                 seconds=round(time.time() - t0, 1), versions=versions,
-                 available_pairs=n_pairs)
+        licence = mpl_text(work)
+        stats = {}
+        for d, n_train, names, note in (
+                (out, N_TRAIN, DATA_FILES, ""),
+                (large, None, LARGE_FILES, "The valid and test splits are those of ../libreoffice_de_en (not repeated here).\n")):
+            if d is None:
+                continue
+            d.mkdir(parents=True, exist_ok=True)
+            splits, manifest = split_pages(pages, n_train=n_train)
+            for name in ("train", "valid", "test"):
+                if f"{name}.tsv.gz" in names:
+                    text = "".join(f"{de}\t{en}\n" for de, en in splits[name])
+                    (d / f"{name}.tsv.gz").write_bytes(_gzip_bytes(text))
+            (d / "files.tsv").write_text(
+                "".join(f"{s}\t{p}\t{n}\n" for s, p, n in manifest), encoding="utf-8")
+            shutil.copyfile(root / "usr/share/doc/libreoffice-help-de/copyright", d / "copyright")
+            (d / "LICENSE").write_text(licence, encoding="utf-8")
+            (d / "NOTICE").write_text(NOTICE_TEMPLATE.format(
+                mpl_url=MPL_URL, packages=pk, min_w=MIN_WORDS, max_w=MAX_WORDS,
+                n_train=len(splits["train"]), n_valid=len(splits["valid"]),
+                n_test=len(splits["test"]), large_note=note), encoding="utf-8")
+            sums = "".join(f"{sha256_file(d / f)}  {f}\n" for f in names)
+            (d / "SHA256SUMS").write_text(sums, encoding="utf-8")
+            st = {k: len(v) for k, v in splits.items()}
+            st.update(files={s: sum(1 for m in manifest if m[0] == s) for s in splits},
+                      bytes=sum((d / f).stat().st_size for f in names))
+            stats[d.name] = st
+    stats.update(seconds=round(time.time() - t0, 1), versions=versions, available_pairs=n_pairs)
     return stats
 
 
@@ -307,12 +325,19 @@ def main(argv=None) -> int:
     ap.add_argument("--debs", type=Path, default=None,
                     help="directory with the two .deb files (skip apt-get)")
     ap.add_argument("--no-update", action="store_true", help="skip apt-get update")
+    ap.add_argument("--large", action="store_true",
+                    help=f"also write the large corpus (every pair) to {LARGE_DIR.name}/ next to --out")
     args = ap.parse_args(argv)
+    large = args.out.with_name(LARGE_DIR.name) if args.large else None
     if args.check:
         with tempfile.TemporaryDirectory(prefix="tfx-corpus-check-") as tmp:
-            stats = build(Path(tmp), args.debs, not args.no_update)
-            new = (Path(tmp) / "SHA256SUMS").read_text()
-        old = (args.out / "SHA256SUMS").read_text()
+            stats = build(Path(tmp) / OUT_DIR.name, args.debs, not args.no_update,
+                          Path(tmp) / LARGE_DIR.name if large else None)
+            new = (Path(tmp) / OUT_DIR.name / "SHA256SUMS").read_text()
+            old = (args.out / "SHA256SUMS").read_text()
+            if large:
+                new += (Path(tmp) / LARGE_DIR.name / "SHA256SUMS").read_text()
+                old += (large / "SHA256SUMS").read_text()
         print(stats)
         if new == old:
             print("OK: regenerated corpus matches SHA256SUMS")
@@ -323,7 +348,7 @@ def main(argv=None) -> int:
               "Otherwise the shipped files or the script changed.\n"
               f"shipped:\n{old}regenerated:\n{new}", file=sys.stderr)
         return 1
-    stats = build(args.out, args.debs, not args.no_update)
+    stats = build(args.out, args.debs, not args.no_update, large)
     print(stats)
     return 0
 

@@ -129,6 +129,7 @@ MODEL_SPEC = {
     "tie_embeddings": booleans(),
     "positions": choices(["sinusoidal", "learned"]),
     "max_len": integers(1),
+    "admin_profiling": choices(["train", "eval"]),
 }
 TRAIN_SPEC = {
     "steps": integers(1),

@@ -112,6 +112,46 @@ def test_admin_profiling_recurrence():
         assert float(subs[-1].omega[0]) > float(subs[1].omega[0]) > 1.0
 
 
+def _admin_omegas(profiling, **kw):
+    b = tfx.synthetic("reverse", vocab=36, length=10).batch(0, 16)
+    cfg = _cfg(placement="admin", init="admin", **kw)
+    if profiling is not None:
+        cfg = cfg.replace(admin_profiling=profiling)
+    return tfx.probes.admin_omegas(build_model(cfg, batch=b))
+
+
+DROPOUTS = dict(dropout=0.3, attn_dropout=0.1, act_dropout=0.1)
+
+
+def test_admin_profiles_in_training_mode_by_default():
+    """AD-1, as the authors' code does it: ω is set in the first *training* forward pass, with
+    dropout active, so the measured variances (and ω) are larger than with dropout off."""
+    assert ModelConfig().admin_profiling == "train"
+    train, evl, default = (_admin_omegas(p, **DROPOUTS) for p in ("train", "eval", None))
+    for stack in ("encoder", "decoder"):
+        assert list(default[stack]) == list(train[stack])  # the default is the authors' way
+        assert train[stack][0] == evl[stack][0] == 1.0  # the running ratio starts at 1
+        assert (train[stack][1:] > evl[stack][1:]).all()
+        assert train[stack][-1] > 1.1 * evl[stack][-1]  # dropout 0.3 inflates each Var[f] by up to 1/0.7
+
+
+def test_admin_eval_profiling_reproduces_dropout_free_omegas():
+    """``admin_profiling='eval'`` is tfx's earlier behaviour: dropout off, so ω does not
+    depend on the dropout rate — the same ω as a model without dropout, in either mode."""
+    evl = _admin_omegas("eval", **DROPOUTS)
+    for no_dropout in (_admin_omegas("eval"), _admin_omegas("train")):
+        for stack in ("encoder", "decoder"):
+            assert evl[stack] == pytest.approx(no_dropout[stack], rel=1e-6)
+
+
+def test_admin_profiling_mode_is_validated():
+    with pytest.raises(ValueError, match="admin_profiling='dropout'.*'train', 'eval'"):
+        _cfg(placement="admin", init="admin", admin_profiling="dropout")
+    m = tfx.Transformer(_cfg(placement="admin", init="admin"))
+    with pytest.raises(ValueError, match="profiling='x'"):
+        tfx.init.admin(m, tfx.synthetic("reverse", vocab=36, length=10).batch(0, 2), profiling="x")
+
+
 def test_admin_profiling_free_values():
     m = build_model(_cfg(placement="admin", init="admin-profiling-free"))
     assert float(m.encoder.layers[0].ffn.omega[0]) == pytest.approx(admin_omega_profiling_free(8))

@@ -1,4 +1,5 @@
 """tfx.sweep: a grid of runs, each recorded with config, seed, code version, device, time, status."""
+import json
 import math
 
 import pytest
@@ -33,8 +34,11 @@ def test_grid_order_and_fields(records):
         assert r.wall_time > 0 and r.device == "cpu"
         assert r.code_version and isinstance(r.code_version, str)
         d = r.to_dict()
-        assert set(d) == {"label", "config", "train_config", "seed", "code_version", "device",
-                          "wall_time", "status", "history"}
+        assert {"label", "config", "train_config", "seed", "code_version", "device", "amp_dtype",
+                "wall_time", "status", "reason", "history", "bleu", "task"} <= set(d)
+        assert d["amp_dtype"] == "float32" and d["task"] == "reverse-v8-l4" and d["bleu"] is None
+        back = sweep.Record.from_dict(json.loads(json.dumps(d))).to_dict()
+        assert json.dumps(back) == json.dumps(d)  # a record survives its JSON line
 
 
 def test_same_seed_same_numbers(task, records):

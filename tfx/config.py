@@ -194,6 +194,7 @@ _MODEL_RULES = {
     "tie_embeddings": _rule(_check_bool),
     "positions": _rule(_check_choice, POSITIONS),
     "max_len": _rule(_check_int, 1),
+    "admin_profiling": _rule(_check_choice, ("train", "eval")),  # tfx.init.ADMIN_PROFILING
 }
 
 
@@ -227,6 +228,7 @@ class ModelConfig(_Replaceable):
     tie_embeddings: bool = False  # decoder input embedding shared with the output projection
     positions: str = "sinusoidal"
     max_len: int = 256
+    admin_profiling: str = "train"  # init='admin': profile with dropout on ('train', the authors' way) or off ('eval')
 
     def __post_init__(self):
         _validate(self, _MODEL_RULES)

@@ -138,8 +138,11 @@ def rezero(model):
     xavier(model)
 
 
+ADMIN_PROFILING = ("train", "eval")  # dropout on (the authors' way) or off in the profiling pass
+
+
 @torch.no_grad()
-def admin(model, batch):
+def admin(model, batch, profiling: str | None = None):
     """Admin (Liu et al. 2020, §4.3): x_i = LN(x_{i-1}·ω_i + f_i(x_{i-1})).
 
     Profiling: one forward pass (no update) records Var[f_i(x_{i-1})] for every
@@ -148,9 +151,22 @@ def admin(model, batch):
     a running ``ratio`` starts at 1.0 for each stack; at sub-layer i set ω_i ← ratio,
     then ratio ← sqrt(Var[x_{i-1}·ω_i] + Var[f_i]), variances over the whole batch
     tensor. The encoder (2 sub-layers a layer) and the decoder (3) have their own
-    ratio. Keep the batch small (the paper: ≤ 8192 tokens)."""
+    ratio. Keep the batch small (the paper: ≤ 8192 tokens).
+
+    ``profiling`` (default ``model.cfg.admin_profiling``, else ``"train"``):
+      ``"train"``  as the authors' fairseq code does it: ω is set in the first
+                   *training* forward pass, so dropout is active and the measured
+                   variances include its 1/(1−p) inflation — larger ω with dropout > 0.
+      ``"eval"``   with dropout off (tfx's earlier default): the variances of the
+                   network as it predicts. Without dropout the two are identical.
+    """
     if batch is None:
         raise ValueError("init='admin' needs batch=…: a batch for Admin's profiling forward pass")
+    if profiling is None:
+        profiling = getattr(model.cfg, "admin_profiling", "train")
+    if profiling not in ADMIN_PROFILING:
+        raise ValueError(f"profiling={profiling!r} is not allowed; choose one of: "
+                         f"{', '.join(map(repr, ADMIN_PROFILING))}")
     xavier(model)
     hooked = []
     for _, stack, _ in _stack_embeddings(model):
@@ -164,7 +180,7 @@ def admin(model, batch):
             m.hook = hook
             hooked.append(m)
     was_training = model.training
-    model.eval()
+    model.train(profiling == "train")  # dropout on (the authors' way) or off
     try:
         model.loss(batch.to(next(model.parameters()).device))
     finally:

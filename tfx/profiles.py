@@ -5,10 +5,18 @@
   full   the default when CUDA is present (Colab, a workstation): paper-like sizes, real data
 
 ``TFX_PROFILE=quick|book|full`` overrides the choice. Sizes follow ../shared/pilot.md.
+
+The ``full`` profile trains on IWSLT'14 De-En from the Hugging Face hub. Where that
+cannot be loaded (no network, no ``tfx[full]`` extras) it says so in a warning and
+falls back to the larger shipped LibreOffice corpus; the profile line every notebook prints
+(``str(P)``) names the task actually used, so a figure never hides the switch.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
+import warnings
 from dataclasses import asdict, dataclass
 
 import torch
@@ -32,6 +40,7 @@ class Profile:
     train_lr: float
     task: str  # what the training experiments learn: a synthetic task or a corpus
     device: str = "cpu"
+    task_note: str = ""  # why the task is not the profile's usual one ('' when it is)
 
     def model_kwargs(self, train: bool = False) -> dict:
         """ModelConfig sizes for this profile (``train=True``: the trained models' width)."""
@@ -39,16 +48,16 @@ class Profile:
         return {"d_model": d, "n_heads": self.n_heads, "d_ffn": 4 * d}
 
     def load_task(self, seed: int = 0):
-        """The task this profile trains on (``tfx.data.load_task(self.task)``)."""
-        from .data import load_task
-
-        return load_task(self.task, seed=seed, length=self.seq_len)
+        """The task this profile trains on (``tfx.data.load_task(self.task)``); see
+        :func:`load_task_or_fallback` for IWSLT'14."""
+        return load_task_or_fallback(self.task, seed=seed, length=self.seq_len)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def __str__(self) -> str:
-        return f"profile: {self.name} · device: {self.device}"
+        note = " (IWSLT'14 unavailable)" if self.task_note else ""
+        return f"profile: {self.name} · device: {self.device} · task: {self.task}{note}"
 
 
 _PROFILES = {
@@ -61,12 +70,69 @@ _PROFILES = {
 }
 
 
-def get_profile(name: str | None = None) -> Profile:
-    """The profile called ``name``, else ``$TFX_PROFILE``, else 'full' with CUDA and 'book' without."""
+FALLBACK_TASK = "libreoffice-de-en-large"  # shipped with tfx (26k pairs): always there
+
+
+@functools.lru_cache(maxsize=None)
+def resolve_task(name: str) -> tuple[str, str]:
+    """``(task to use, note)``: ``name`` itself with an empty note, or, for ``iwslt14``
+    when it cannot be loaded, the shipped corpus and a sentence saying why (warned once)."""
+    if name != "iwslt14":
+        return name, ""
+    from .corpus import iwslt14_unavailable
+
+    why = iwslt14_unavailable()
+    if why is None:
+        return name, ""
+    note = (f"IWSLT'14 cannot be loaded ({why}); training on the shipped LibreOffice corpus "
+            f"'{FALLBACK_TASK}' instead, a smaller task than the papers' (technical help text).")
+    warnings.warn(note, stacklevel=3)
+    return FALLBACK_TASK, note
+
+
+def _load_task(name: str, seed: int = 0, length: int = 12):
+    """``tfx.data.load_task``, which also knows the shipped corpora of ``tfx.corpus``."""
+    from . import data
+
+    if name not in data.TASKS:
+        from .corpus import CORPORA, load_corpus
+
+        if name in CORPORA:
+            return load_corpus(name, seed=seed)
+    return data.load_task(name, seed=seed, length=length)
+
+
+def load_task_or_fallback(name: str, seed: int = 0, length: int = 12):
+    """The task called ``name`` (``tfx.data.load_task`` or a corpus of ``tfx.corpus``); for
+    ``iwslt14`` the shipped corpus when IWSLT'14 cannot be loaded (checked by
+    :func:`resolve_task`, or failing now), with a warning that says so."""
+    used, _ = resolve_task(name)
+    if used != name:
+        return _load_task(used, seed=seed, length=length)
+    try:
+        return _load_task(name, seed=seed, length=length)
+    except Exception as e:  # reachable a moment ago, failing now: say so, never crash
+        if name != "iwslt14":
+            raise
+        warnings.warn(f"loading IWSLT'14 failed ({type(e).__name__}: {e}); training on the shipped "
+                      f"LibreOffice corpus '{FALLBACK_TASK}' instead.", stacklevel=2)
+        return _load_task(FALLBACK_TASK, seed=seed, length=length)
+
+
+def get_profile(name: str | None = None, check_task: bool = True) -> Profile:
+    """The profile called ``name``, else ``$TFX_PROFILE``, else 'full' with CUDA and 'book' without.
+
+    ``check_task``: check that the profile's task can be loaded (IWSLT'14 for ``full``)
+    and otherwise use the shipped corpus, with a warning and ``task_note`` saying so."""
     device = "cuda" if torch.cuda.is_available() else "cpu"
     source = "name"
     if name is None:
         name, source = os.environ.get("TFX_PROFILE") or ("full" if device == "cuda" else "book"), "TFX_PROFILE"
     if name not in PROFILE_NAMES:
         raise ValueError(f"{source}={name!r} is not a profile; choose one of: {', '.join(PROFILE_NAMES)}")
-    return Profile(name=name, device=device, **_PROFILES[name])
+    P = Profile(name=name, device=device, **_PROFILES[name])
+    if check_task:
+        task, note = resolve_task(P.task)
+        P = dataclasses.replace(P, task=task, task_note=note)
+    return P
+
