@@ -174,7 +174,16 @@ class TrainConfig(_Replaceable):
     diverge_loss: float | None = None  # None: 3 × ln(vocab)
     stuck_fraction: float = 0.95  # final loss ≥ this × chance loss → 'stuck'
     progress: bool = False
-    record_updates: bool = True  # record ‖Δθ‖ each step (costs a parameter copy)
+    record_updates: bool = True  # record ‖Δθ‖ at each logged step (from the optimiser's state, no copy)
+    # --- speed, precision, batching (tfx.train)
+    compile: bool = False  # torch.compile the model's loss (one graph, no breaks)
+    amp_dtype: str | None = None  # 'bf16', 'fp16' (with a gradient scaler), 'fp32'; None: bf16/fp16 on cuda, fp32 else
+    max_tokens: int | None = None  # batch by token count (length-bucketed) instead of batch_size sentences
+    # --- honest status and diagnosis
+    bleu_sentences: int = 100  # translation: BLEU on the first N validation sentences at each evaluation
+    min_bleu: float = 1.0  # translation: a run whose last BLEU is below this learned nothing of its source
+    diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
+    watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
 
     def __post_init__(self):
         _check_int("steps", self.steps, 1)
@@ -206,3 +215,12 @@ class TrainConfig(_Replaceable):
             _check_positive("diverge_loss", self.diverge_loss)
         if not 0 < self.stuck_fraction <= 1:
             raise ValueError(f"stuck_fraction={self.stuck_fraction!r} must be in (0, 1]")
+        _check_choice("amp_dtype", self.amp_dtype, (None, "bf16", "fp16", "fp32"))
+        if self.amp is False and self.amp_dtype not in (None, "fp32"):
+            raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")
+        if self.max_tokens is not None:
+            _check_int("max_tokens", self.max_tokens, 1)
+        _check_int("bleu_sentences", self.bleu_sentences, 0)
+        if isinstance(self.min_bleu, bool) or not isinstance(self.min_bleu, (int, float)) or self.min_bleu < 0:
+            raise ValueError(f"min_bleu={self.min_bleu!r} must be a number ≥ 0 (BLEU, 0–100)")
+        _check_int("watch_every", self.watch_every, 0)
