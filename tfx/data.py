@@ -99,7 +99,15 @@ class SyntheticTask:
             return x.flip(-1)
         return x.sort(-1).values
 
-    def batch(self, step: int, batch_size: int, split: str = "train") -> Batch:
+    def batch(self, step: int, batch_size: int | None = None, split: str = "train",
+              max_tokens: int | None = None) -> Batch:
+        """``batch_size`` sequences, or as many as fit in ``max_tokens`` target tokens
+        (every sequence has ``length + 2`` of them: nothing to bucket)."""
+        if (batch_size is None) == (max_tokens is None):
+            raise ValueError(f"give batch_size or max_tokens, not both or neither "
+                             f"(got batch_size={batch_size!r}, max_tokens={max_tokens!r})")
+        if max_tokens is not None:
+            batch_size = max(1, max_tokens // (self.length + 2))
         g = torch.Generator().manual_seed(_mix(self.seed, step, split))
         x = torch.randint(N_SPECIAL, N_SPECIAL + self.vocab, (batch_size, self.length), generator=g)
         eos = torch.full((batch_size, 1), EOS)
