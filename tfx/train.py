@@ -113,11 +113,13 @@ class UpdateNorm:
         (b1, b2), lr, wd = g["betas"], g["lr"], g["weight_decay"]
         t = state[0]["step"]
         t = float(t) if t.device.type == "cpu" else t  # fused kernels keep the step count on the device
+        if isinstance(t, float) and t == 0:
+            return [torch.zeros_like(p) for p in ps]  # no step yet: a gradient scaler skipped it
         denom = torch._foreach_sqrt([s["exp_avg_sq"] for s in state])
         torch._foreach_div_(denom, (1 - b2 ** t) ** 0.5)
         torch._foreach_add_(denom, g["eps"])
         delta = torch._foreach_div([s["exp_avg"] for s in state], denom)
-        torch._foreach_mul_(delta, lr / (1 - b1 ** t))
+        torch._foreach_mul_(delta, lr / (1 - b1 ** t) if isinstance(t, float) else lr / (1 - b1 ** t).clamp(min=1e-30))
         if wd and g.get("decoupled_weight_decay", isinstance(self.opt, torch.optim.AdamW)):
             torch._foreach_add_(delta, ps, alpha=lr * wd / (1 - lr * wd))
         return delta
@@ -318,10 +320,15 @@ class _Run:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
         if record_update:
             self.updates.before()
+            scale = self.scaler._scale.clone() if self.scaler.is_enabled() else None
         self.scaler.step(self.opt)
         self.scaler.update()
         grad_norm = grad_norm.float()
-        upd = self.updates.after().float() if record_update else torch.full_like(grad_norm, float("nan"))
+        upd = torch.full_like(grad_norm, float("nan"))
+        if record_update:
+            upd = self.updates.after().float()
+            if scale is not None:  # update() lowers the scale exactly when it skipped a step (inf gradients)
+                upd = upd * (self.scaler._scale >= scale)
         return batch, lr, torch.stack([loss.detach().float(), acc.float(), grad_norm, upd])
 
     def snapshot(self, step):
