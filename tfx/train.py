@@ -19,7 +19,6 @@ import math
 import os
 import pickle
 import time
-import zipfile
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -593,8 +592,8 @@ def load_checkpoint(path, model, opt, scaler, device) -> tuple[History, int]:
         if "weights only" in str(e).lower() or "weights_only" in str(e):
             raise fail("holds objects other than tensors and plain Python values, which could run code when "
                        f"loaded, so torch.load(weights_only=True) refused it ({str(e).splitlines()[0]})") from e
-        raise fail(f"is corrupt ({e})") from e
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as e:
+        raise fail(f"is truncated or corrupt: torch.load could not read it ({str(e).splitlines()[0]})") from e
+    except Exception as e:  # noqa: BLE001 - a damaged file fails in many ways (zip, pickle, storage)
         raise fail(f"is truncated or corrupt: torch.load could not read it ({str(e).splitlines()[0]})") from e
     missing = [k for k in CHECKPOINT_KEYS if not isinstance(ck, dict) or k not in ck]
     if missing:
