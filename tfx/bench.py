@@ -61,6 +61,9 @@ class TorchReference(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), gold.reshape(-1), ignore_index=PAD)
 
 
+_clock = time.perf_counter  # --cpu-time: time.process_time, robust to other processes on a shared CPU
+
+
 def _synchronize(device):
     return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
@@ -110,11 +113,11 @@ def bench(placement: str = "post", d_model: int = 128, n_heads: int = 4, layers:
     for r in range(warmup + rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
             sync()
-            t = time.perf_counter()
+            t = _clock()
             step(name)
             sync()
             if r >= warmup:
-                times[name].append(time.perf_counter() - t)
+                times[name].append(_clock() - t)
     flops = {}
     for name in ("tfx", "torch"):
         with FlopCounterMode(display=False) as fc, torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
@@ -161,7 +164,7 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
         fn = torch.compile(model.loss_and_accuracy) if compile else model.loss_and_accuracy
         dtype = torch.bfloat16 if amp == "bf16" else None
         sync()
-        t = time.perf_counter()
+        t = _clock()
         for s in range(n):
             b = task.batch(s, batch).to(device)
             opt.zero_grad(set_to_none=True)
@@ -170,15 +173,15 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
             loss.backward()
             opt.step()
         sync()
-        return time.perf_counter() - t
+        return _clock() - t
 
     def trained(n):
         model = build_model(cfg)
         sync()
-        t = time.perf_counter()
+        t = _clock()
         train(model, task, tc.replace(steps=n))
         sync()
-        return time.perf_counter() - t
+        return _clock() - t
 
     per_step = {}
     for name, fn in (("bare", bare), ("train", trained)):
@@ -205,11 +208,16 @@ def main(argv=None):
     ap.add_argument("--no-compile", dest="compile", action="store_false", help="skip the compiled tfx variant")
     ap.add_argument("--train-steps", type=int, default=30, help="steps timed for tfx.train vs a bare loop (0: skip)")
     ap.add_argument("--log-every", type=int, default=10, help="tfx.train's log_every in that comparison")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time with the process's CPU time, not the wall clock (a CPU shared with other work, "
+                         "--threads 1)")
     a = ap.parse_args(argv)
+    global _clock
+    _clock = time.process_time if a.cpu_time else time.perf_counter
     if a.threads:
         torch.set_num_threads(a.threads)
     sizes = dict(d_model=a.d_model, n_heads=a.heads, layers=a.layers, batch=a.batch, length=a.length, vocab=a.vocab)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; encoder–decoder {a.layers}+{a.layers} "
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {'CPU' if a.cpu_time else 'wall'} time; encoder–decoder {a.layers}+{a.layers} "
           f"layers, d {a.d_model}, FFN {4 * a.d_model}, batch {a.batch} × length {a.length} "
           f"({2 * a.batch * a.length} tokens/step)")
     results = []
