@@ -84,6 +84,9 @@ def test_exploding_loss_is_diverged():
         model.out_proj.weight.mul_(1e3)
     h = train(model, TASK, steps=10, diverge_loss=20.0)
     assert h.status == "diverged" and "diverge_loss" in h.reason
+    # finite, only large: the replay finds no sub-layer out of fp32's range, and says where the peaks are
+    assert h.diagnosis["first"] is None and "no sub-layer" in h.diagnosis["summary"]
+    assert "largest output" in h.diagnosis["summary"]
 
 
 def test_stuck_near_chance():
