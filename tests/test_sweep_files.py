@@ -111,7 +111,7 @@ def test_rerun_skips_recorded_runs_and_records_hold_everything(tmp_path):
               "wall_time", "status", "reason", "history", "bleu", "task", "point", "experiment", "key"):
         assert k in d, k
     assert d["experiment"] == "tiny" and d["profile"] == "quick" and d["task"].startswith("reverse")
-    assert d["point"] == {"lr": "a"} and d["amp_dtype"] == "float32" and d["device"] == "cpu"
+    assert d["point"] == {"lr": "a"} and d["amp_dtype"] == "fp32" and d["device"] == "cpu"
     assert d["train_config"]["checkpoint_path"] is None  # bookkeeping is not part of what ran
     assert d["history"]["steps_done"] == 5 and d["status"] in ("ok", "stuck", "diverged")
 

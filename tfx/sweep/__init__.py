@@ -90,28 +90,20 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
                   device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
-                  amp_dtype=_amp_dtype(hist, tc), bleu=_bleu(hist),
+                  amp_dtype=_amp_dtype(hist), bleu=_bleu(hist),
                   finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def _bleu(hist) -> float | None:
-    """The run's BLEU where its History measured one (``bleu``, else the last ``eval_bleu``)."""
-    if getattr(hist, "bleu", None) is not None:
-        return hist.bleu
-    scores = [b for b in getattr(hist, "eval_bleu", None) or [] if b is not None]
-    return scores[-1] if scores else None
+    """The run's last BLEU where its History measured one (``History.bleu``: one score per evaluation)."""
+    scores = getattr(hist, "bleu", None) or []
+    scores = [b for b in ([scores] if isinstance(scores, (int, float)) else scores) if b is not None]
+    return float(scores[-1]) if scores else None
 
 
-def _amp_dtype(hist, tc) -> str:
-    """The History's own record of the autocast dtype when it keeps one; else what
-    ``tfx.train`` picks: bf16 (or fp16) autocast on CUDA unless ``amp=False``, fp32 elsewhere."""
-    if getattr(hist, "amp_dtype", None) is not None:
-        return str(hist.amp_dtype)
-    if not str(hist.device).startswith("cuda") or tc.amp is False:
-        return "float32"
-    import torch
-
-    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+def _amp_dtype(hist) -> str:
+    """The precision the run's forward pass used, as its History records it ('bf16', 'fp16', 'fp32')."""
+    return str(hist.amp_dtype)
 
 
 def run_grid(configs: dict, task, train_cfg: TrainConfig, seeds=1, progress: bool = False) -> list[Record]:
