@@ -81,6 +81,7 @@ def test_v1_residual_scales_matches_layernorm():
                                    + res.norm.bias, rtol=1e-5, atol=1e-5)
         assert out["sigma"][k] == pytest.approx(float(sigma.mean()), rel=1e-5)
         assert out["w_over_sigma"][k] == pytest.approx(float((res.norm.weight.mean() / sigma).mean()), rel=1e-5)
+        assert out["range"][k] == pytest.approx(float((z.amax(-1) - z.amin(-1)).mean()), rel=1e-5)
     np.testing.assert_allclose(out["carried"], np.cumprod(out["w_over_sigma"]))
 
 

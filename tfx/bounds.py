@@ -178,9 +178,10 @@ def v1_residual_scales(model, batch) -> dict:
     gain, 1 at init; Table 2). σ and w/σ are averaged over the tokens of ``batch``;
     ``carried`` is the running product of w/σ: how much of x_0 the stack still
     carries after each sub-layer. For other placements σ is still measured (the std
-    of the sum a sub-layer forms), but w/σ applies to v1 only and is NaN.
+    of the sum a sub-layer forms), but w/σ applies to v1 only and is NaN. ``range`` is
+    the mean over tokens of max − min of the sum's d coordinates: the b − a of LP-2.
 
-    Returns ``{stack: {"names", "sigma", "w_over_sigma", "carried"}}``."""
+    Returns ``{stack: {"names", "sigma", "w_over_sigma", "carried", "range"}}``."""
     was = model.training
     model.eval()
     try:
@@ -191,19 +192,21 @@ def v1_residual_scales(model, batch) -> dict:
     out = {}
     for s, records in rec.items():
         mods = dict(model.stacks()[s].residuals())
-        sig, ratio = [], []
+        sig, ratio, spread = [], [], []
         for r in records:
             res = mods[r["name"]]
             eps = res.norm.eps if res.norm is not None else 0.0
-            sigma_tok = ((r["x"] + r["f"]).var(-1, unbiased=False) + eps).sqrt()
+            z = r["x"] + r["f"]
+            sigma_tok = (z.var(-1, unbiased=False) + eps).sqrt()
             sig.append(float(sigma_tok.mean()))
+            spread.append(float((z.amax(-1) - z.amin(-1)).mean()))
             if res.placement == "post":
                 ratio.append(float((res.norm.weight.mean() / sigma_tok).mean()))
             else:
                 ratio.append(float("nan"))
         ratio = np.array(ratio)
         out[s] = {"names": [r["name"] for r in records], "sigma": np.array(sig), "w_over_sigma": ratio,
-                  "carried": np.cumprod(ratio)}
+                  "carried": np.cumprod(ratio), "range": np.array(spread)}
     return out
 
 
