@@ -33,6 +33,7 @@ from torch import nn
 
 from .blocks import Attention
 from .probes import record_branches
+from .theory import tfixup_condition
 
 # ============================================================== TF-1, TF-2: T-Fixup
 
@@ -102,10 +103,8 @@ def tfixup_terms(model, batch=None, m: str = "embedding") -> dict:
     return out
 
 
-def tfixup_lhs(v, w, m):
-    """The left side of TF-1, ``‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖²`` (Huang et al. 2020)."""
-    v2, w2, m2 = v**2, w**2, m**2
-    return v2 * w2 + w2 * m2 + v2 * m2
+#: The left side of TF-1, ``‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖²`` (one formula, in tfx.theory).
+tfixup_lhs = tfixup_condition
 
 
 def tfixup_lhs_sweep(task, depths, inits=("t-fixup", "xavier"), kind: str = "encoder-decoder",
