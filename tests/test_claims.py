@@ -254,3 +254,126 @@ def test_AD_2_admin_reparameterises_to_post_ln():
     plain = tfx.reparameterize_admin(m)
     assert plain.cfg.enc_placement == plain.cfg.dec_placement == "post"
     assert probes.max_output_difference(m, plain, batch) <= 1e-5
+
+
+# ============================================================== TF-1, TF-2
+# Huang et al. 2020 (T-Fixup). The left side of the condition is measured in gains
+# (tfx.bounds: a Xavier matrix and a unit-variance vector have size 1).
+from tfx import bounds  # noqa: E402
+
+_FIX_TASK = tfx.synthetic("reverse", length=12)
+_FIX_SIZES = dict(d_model=64, n_heads=4, d_ffn=256)
+
+
+def test_TF_1_left_side_scales_as_one_over_L():
+    """‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖² = Θ(1/L): for T-Fixup the log-log slope of the
+    left side (m = the scaled token embeddings) against L is −1 ± 0.05 in both stacks and
+    L × left side is 1 ± 0.1 (the constant the book's reading of the theorem gives); plain
+    Xavier stays flat (slope 0 ± 0.05). sympy recovers (9N)^(-1/4) and 0.67 from it."""
+    der = bounds.derive_tfixup_scales()
+    assert all(der["checks"].values())
+    assert der["encoder_c_float"] == pytest.approx(0.6696, abs=1e-4)
+    sweep = bounds.tfixup_lhs_sweep(_FIX_TASK, (1, 3, 7, 16), **_FIX_SIZES)
+    for stack in ("encoder", "decoder"):
+        t, x = sweep["t-fixup"][stack], sweep["xavier"][stack]
+        slope, _, r2 = theory.fit_loglog(t["L"], t["lhs"])
+        assert slope == pytest.approx(-1.0, abs=0.05) and r2 > 0.99
+        np.testing.assert_allclose(t["L"] * t["lhs"], 1.0, atol=0.1)
+        assert abs(theory.fit_loglog(x["L"], x["lhs"])[0]) < 0.05
+        assert np.all(x["lhs"] > 2.5)  # ≈ 3: each term ≈ 1 under Xavier
+
+
+@pytest.mark.parametrize("n_enc,n_dec", [(1, 1), (5, 7), (13, 2)])
+def test_TF_2_every_tfixup_factor_at_unusual_depths(n_enc, n_dec):
+    """Every T-Fixup factor, against the rules as the slides and Borealis state them:
+    same draws as Xavier, then encoder v/out/fc1/fc2 × 0.67 N_e^(-1/4), encoder embedding
+    × (9N_e)^(-1/4), decoder v/out/fc1/fc2 (self- and cross-attention) and embedding ×
+    (9N_d)^(-1/4); q/k projections and every bias untouched; the model has no LayerNorm."""
+    kw = dict(n_enc=n_enc, n_dec=n_dec, placement="none", src_vocab=_FIX_TASK.src_vocab,
+              tgt_vocab=_FIX_TASK.tgt_vocab, **_FIX_SIZES)
+    xav = tfx.build_model(init="xavier", seed=11, **kw)
+    fix = tfx.build_model(init="t-fixup", seed=11, **kw)
+    assert not any(isinstance(mod, (torch.nn.LayerNorm, torch.nn.RMSNorm)) for mod in fix.modules())
+    want = {"encoder": 0.67 * n_enc ** -0.25, "decoder": (9 * n_dec) ** -0.25}
+    emb = {"encoder": (9 * n_enc) ** -0.25, "decoder": (9 * n_dec) ** -0.25}
+    checked = 0
+    for (name, p), (_, p0) in zip(fix.named_parameters(), xav.named_parameters()):
+        stack = "encoder" if name.startswith(("encoder.", "src_embed.")) else "decoder"
+        in_stack = name.startswith(("encoder.", "decoder."))  # not the model's output projection
+        if in_stack and name.endswith(("v_proj.weight", "out_proj.weight", "fc1.weight", "fc2.weight")):
+            factor = want[stack]
+        elif name.endswith("embed.tok.weight"):
+            factor = emb[stack]
+        else:
+            factor = 1.0
+        torch.testing.assert_close(p, p0 * factor, rtol=1e-5, atol=1e-7, msg=name)
+        checked += factor != 1.0
+    assert checked == 4 * n_enc + 6 * n_dec + 2
+    f = theory.tfixup_scale_factors(n_enc, n_dec)
+    assert f["encoder"]["weights"] == pytest.approx(want["encoder"]) and f["decoder"]["embedding"] == emb["decoder"]
+
+
+def test_TF_2_trains_without_layernorm_and_warmup():
+    """A 6-layer no-LN encoder with T-Fixup trains without warmup (status 'ok', final loss
+    below a third of chance) where the same model with plain Xavier diverges."""
+    cfg = tfx.ModelConfig.for_task(_FIX_TASK, n_enc=6, n_dec=0, placement="none", **_FIX_SIZES)
+    runs = {init: tfx.train(tfx.build_model(cfg.replace(init=init), seed=0), _FIX_TASK, steps=100, lr=3e-3,
+                            warmup=0, batch_size=16, record_updates=False) for init in ("t-fixup", "xavier")}
+    assert runs["xavier"].status == "diverged"
+    assert runs["t-fixup"].status == "ok" and runs["t-fixup"].final_loss() < runs["t-fixup"].chance_loss / 3
+
+
+# ============================================================== LP-1, LP-2, LP-3
+# Xu et al. 2020 (Lipschitz-constrained initialisation). v1 = placement 'post'.
+
+
+def test_LP_1_v1_carries_the_residual_times_w_over_sigma():
+    """Table 2: out_v1 = (w/σ)·out_v2 − (w/σ)μ + b (sympy), and in a v1 model at Xavier
+    init σ > 1 at almost every sub-layer, so the residual is shrunk: mean w/σ < 0.9 and
+    after 12 layers less than 5 % of the embedding is carried."""
+    der = theory.derive_v1_residual_scale()
+    import sympy as sp
+
+    assert der.identity_difference == 0
+    assert sp.simplify(der.residual_coefficient - sp.Symbol("w", real=True) / sp.Symbol("sigma", positive=True)) == 0
+    m = tfx.build_model(tfx.ModelConfig.for_task(_FIX_TASK, n_enc=12, n_dec=0, placement="post", **_FIX_SIZES))
+    r = bounds.v1_residual_scales(m, _FIX_TASK.batch(0, 16))["encoder"]
+    assert np.mean(r["w_over_sigma"]) < 0.9 and np.mean(r["sigma"] > 1) > 0.9
+    assert r["carried"][-1] < 0.05
+
+
+def test_LP_2_std_bound_never_violated():
+    """§3 eqs. 2–6: σ < b − a for any distribution on [a, b]. Over six distributions on three
+    intervals the Monte Carlo σ/(b − a) stays below 1, and below the tight ½ (Popoviciu,
+    sympy), which the two-point distribution with p = ½ attains (≥ 0.499); 2,000 random
+    discrete distributions stay below ½ and get within 0.02 of it."""
+    assert all(theory.derive_std_bound_on_interval().checks.values())
+    for a, b in ((0.0, 1.0), (-3.0, -2.75), (2.0, 9.0)):
+        r = bounds.std_on_interval_monte_carlo(a, b, n=50_000, seed=3)
+        assert len(r) == 6
+        for name, v in r.items():
+            assert v["over_paper"] < 1 and v["over_tight"] <= 1 + 1e-9, name
+        assert r["two-point, p = 1/2"]["over_tight"] > 0.998
+        s = bounds.random_discrete_stds(2000, a=a, b=b, seed=4)
+        assert s.max() <= 0.5 + 1e-12 and s.max() > 0.48
+
+
+def test_LP_3_lipschitz_init_keeps_the_v1_residual():
+    """§4: with the Lipschitz init, std(in_model + in_res) at every sub-layer of a 12-layer
+    v1 encoder is ≤ 1 at the first and within 1.15 everywhere (it cannot stay ≤ 1 beyond
+    the first: in_res is a LayerNorm output, of std 1), against a mean above 1.15 with
+    Xavier; the embedding carried through the stack is ≥ 20× Xavier's. A 6-layer v1
+    encoder without warmup trains with it (final loss below a third of chance) and is
+    stuck or diverged with Xavier."""
+    cfg = tfx.ModelConfig.for_task(_FIX_TASK, n_enc=12, n_dec=0, placement="post", **_FIX_SIZES)
+    batch = _FIX_TASK.batch(0, 16)
+    lip = bounds.v1_residual_scales(tfx.build_model(cfg.replace(init="lipschitz")), batch)["encoder"]
+    xav = bounds.v1_residual_scales(tfx.build_model(cfg), batch)["encoder"]
+    assert lip["sigma"][0] <= 1 and lip["sigma"].max() < 1.15 and lip["sigma"][1:].min() > 0.97
+    assert xav["sigma"].mean() > 1.15
+    assert lip["carried"][-1] > 20 * xav["carried"][-1]
+    small = cfg.replace(n_enc=6)
+    runs = {init: tfx.train(tfx.build_model(small.replace(init=init), seed=0), _FIX_TASK, steps=150, lr=2e-3,
+                            warmup=0, batch_size=16, record_updates=False) for init in ("lipschitz", "xavier")}
+    assert runs["xavier"].status in ("stuck", "diverged")
+    assert runs["lipschitz"].status == "ok" and runs["lipschitz"].final_loss() < runs["lipschitz"].chance_loss / 3
