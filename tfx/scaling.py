@@ -122,7 +122,7 @@ def deepnorm_update_sum(n_sublayers, alpha, beta):
     """The depth factor of DeepNorm's update bound with v = w = β (value and output
     weights, or FFN fc1 and fc2, both scaled by β):
 
-        ‖ΔF‖ ≲ η ‖∂𝓛/∂F‖ Σ_{i=1}^{L} (v_i² + w_i²)/α² = η ‖∂𝓛/∂F‖ · L · 2β²/α².
+        ‖ΔF‖ ≲ η ‖∂L/∂F‖ Σ_{i=1}^{L} (v_i² + w_i²)/α² = η ‖∂L/∂F‖ · L · 2β²/α².
 
     Post-LN (α = β = 1) gives 2L, growing with depth; DeepNorm's constants make it 1."""
     return n_sublayers * 2 * np.asarray(beta, dtype=float) ** 2 / np.asarray(alpha, dtype=float) ** 2
@@ -196,7 +196,7 @@ class InitDiagnostics:
     ``rel_*``: the same divided by E‖F‖² (so that schemes without a final LayerNorm,
     whose ‖F‖² is not d, compare fairly); ``beta``: the encoder's β_{i,j}
     (``probes.layer_dependency``, row i = x_i, column 0 = the embedding);
-    ``grad``: relative ‖∂𝓛/∂x_i‖ per sub-layer, ``{stack: array}`` bottom first, divided by
+    ``grad``: relative ‖∂L/∂x_i‖ per sub-layer, ``{stack: array}`` bottom first, divided by
     the largest in the model (``probes.sublayer_grad_norms``); ``kinds``: sub-layer kinds
     per stack; ``identity_gap``: max |F(x_0) − x_0| per stack (0: the identity map)."""
 
@@ -288,7 +288,7 @@ def plot_init_diagnostics(grid: dict, scheme: str, depth: int, P, references=("x
                    alpha=1 if stack == "decoder" else 0.5, label=stack)
     b.set_ylim(floor / 2, 2)
     b.set_xlabel("sub-layer i (bottom → top)")
-    b.set_ylabel("relative ‖∂𝓛/∂x_i‖")
+    b.set_ylabel("relative ‖∂L/∂x_i‖")
     b.set_title(f"{depth}+{depth}-layer encoder–decoder", fontsize=9)
     b.legend(fontsize=7)
     for s in dict.fromkeys((*references, scheme)):
