@@ -344,19 +344,20 @@ def gradients_at_init_explorer(P=None, depths=None,
 # ============================================================== amplification / Admin explorers
 
 
-def amplification_explorer(P=None, depths=None, default: str = "post"):
+def amplification_explorer(P=None, depths=None, default: dict | None = None):
     """GV-1, AM-1, AM-2, AD-1: a fresh model at initialisation, per placement (post, pre,
     admin) and depth N. Top left: the layer dependency β_{i,j} of an N-layer encoder
     (``probes.layer_dependency``; column 0 is the embedding). Top right: the output
     change ‖F(W) − F(W + δ)‖² under random noise (δ = 1e-2 × each matrix's std) for
     encoders of 1 … N layers, all three placements, the chosen one bold, with Theorem
     2's shape (N or ln N) fitted to it. Bottom: the relative gradient norm of every
-    sub-layer output of an N+N encoder–decoder. ``default``: the placement shown first."""
+    sub-layer output of an N+N encoder–decoder. ``default``: the state shown first
+    ({"placement": ..., "depth": ...}); ``depths``: default ``P.depths``."""
     from . import probes, theory
     from .data import synthetic
 
     P = _ln_profile(P)
-    depths = list(depths or P.depths[:4])
+    depths = list(depths or P.depths)
     task = synthetic("reverse", length=P.seq_len)
     batch = task.batch(0, P.batch_size)
     oc_depths = sorted({1, *depths})
@@ -397,6 +398,7 @@ def amplification_explorer(P=None, depths=None, default: str = "post"):
         ]
 
     return Explorer({"placement": ["post", "pre", "admin"], "depth": depths}, compute,
-                    default={"placement": default, "depth": 6 if 6 in depths else depths[len(depths) // 2]},
+                    default={"placement": "post", "depth": 6 if 6 in depths else depths[len(depths) // 2],
+                             **(default or {})},
                     labels={"depth": "layers N"},
                     title="β, output change and gradients at initialisation (GV-1, AM-1, AM-2, AD-1)", P=P)
