@@ -9,7 +9,8 @@ other host blocked, this test
   scripts, a JavaScript error, a broken spec);
 * fails if any text inside an explorer (chart or controls) renders below
   ``tfx.explorer.MIN_FONT_PX`` at the page's width (an SVG scaled down to fit the
-  column shrinks its text too, so the scale is measured, not assumed);
+  column shrinks its text too, so the scale is measured, not assumed), or if the
+  chart is wider than the page's column;
 * moves each control, from the default state, to another value and fails unless the
   chart changes; moving it back must give the default chart again;
 * checks that the explorer opens on the state the chapter's prose asks for
@@ -64,6 +65,9 @@ _SMALL_TEXT_JS = r"""
       if (px < min) small.push(`${px.toFixed(1)} px (svg scale ${scale.toFixed(2)}): "${t.textContent.trim().slice(0, 40)}"`);
     });
   });
+  const svg = el.querySelector('svg');
+  if (svg && svg.getBoundingClientRect().width > el.clientWidth + 1)
+    small.push(`the chart is ${svg.getBoundingClientRect().width.toFixed(0)} px wide, the column ${el.clientWidth} px: it does not fit the page`);
   el.querySelectorAll('.vega-bindings *').forEach(e => {
     const own = Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
     if (!own) return;
@@ -86,7 +90,16 @@ _CONTROLS_JS = r"""
 })
 """
 
-_SVG_JS = "(el) => { const s = el.querySelector('svg'); return s ? s.outerHTML : ''; }"
+# What the chart draws, as a string: its SVG elements sorted (Vega may reorder equal
+# elements on a redraw) without ids (clip paths are renumbered).
+_SIGNATURE = r"""
+(el) => {
+  const s = el.querySelector('svg');
+  if (!s) return '';
+  return s.outerHTML.replace(/\s(id|clip-path)="[^"]*"/g, '').split('<').sort().join('<');
+}
+"""
+_SVG_JS = "(el) => (" + _SIGNATURE + ")(el)"
 
 
 def _set(el, control: dict, value: str) -> None:
@@ -139,7 +152,7 @@ def test_explorers_respond(page, server, browser):  # noqa: F811
             handle = el.element_handle()
             tag = f"{stem}__{k}"
             el.screenshot(path=str(OUT / f"{tag}__before.png"))
-            problems += [f"explorer {k}: text below {MIN_FONT_PX} px: {s}"
+            problems += [f"explorer {k}: unreadable: {s}"
                          for s in p.evaluate(_SMALL_TEXT_JS, [handle, MIN_FONT_PX])]
             controls = p.evaluate(_CONTROLS_JS, handle)
             if not controls:
@@ -158,16 +171,16 @@ def test_explorers_respond(page, server, browser):  # noqa: F811
                     continue
                 _set(el, c, other)
                 try:
-                    p.wait_for_function("([el, before]) => { const s = el.querySelector('svg'); return s && s.outerHTML !== before; }",
+                    p.wait_for_function(f"([el, before]) => ({_SIGNATURE})(el) !== before",
                                         arg=[handle, default_svg], timeout=CHANGE_TIMEOUT_MS)
                 except Exception:
                     problems.append(f"explorer {k}: moving {c['name']!r} from {c['current']!r} to {other!r} did not change the figure")
                 el.screenshot(path=str(OUT / f"{tag}__{_safe(c['name'])}={_safe(other)}.png"))
-                problems += [f"explorer {k} ({c['name']} = {other}): text below {MIN_FONT_PX} px: {s}"
+                problems += [f"explorer {k} ({c['name']} = {other}): unreadable: {s}"
                              for s in p.evaluate(_SMALL_TEXT_JS, [handle, MIN_FONT_PX])]
                 _set(el, c, c["current"])
                 try:
-                    p.wait_for_function("([el, want]) => { const s = el.querySelector('svg'); return s && s.outerHTML === want; }",
+                    p.wait_for_function(f"([el, want]) => ({_SIGNATURE})(el) === want",
                                         arg=[handle, default_svg], timeout=CHANGE_TIMEOUT_MS)
                 except Exception:
                     problems.append(f"explorer {k}: moving {c['name']!r} back to {c['current']!r} did not restore the default figure")

@@ -54,7 +54,9 @@ class Panel:
     colour range ``vmin``..``vmax``. ``styles``: {label: "dashed" | "faint" | "bold"}.
     ``colors``: {label: "#rrggbb"} (default: the scheme's colour when the label's first
     word is a scheme name, e.g. "post-LN", else a palette). ``note``: a line under the
-    title that may differ between states (a status, a fitted slope, a refusal)."""
+    title that may differ between states (a status, a fitted slope, a refusal).
+    ``fixed_y``: in the HTML the y axis spans this panel's values in every state, so a
+    move of a control shows against a fixed axis (False: each state its own range)."""
 
     title: str = ""
     x: str = ""
@@ -70,6 +72,7 @@ class Panel:
     colors: dict = field(default_factory=dict)
     vmin: float | None = None
     vmax: float | None = None
+    fixed_y: bool = True
 
     def series(self):
         """(kind, label, xs, ys) of every line, point set and bar set."""
@@ -100,12 +103,13 @@ class Explorer:
     compute:  ``compute(**state) -> list[Panel]`` (the same number of panels in every state).
     default:  the state shown first ({name: value}; a missing name takes its first value).
     labels:   {name: text shown beside the control} (default: the name).
-    columns:  panels per row in the HTML (the page is ~720 px wide: 2 keeps text readable).
+    columns:  panels per row in the HTML (the book's column is ~690 px wide at 1280 px:
+              2 panels of ``panel_width`` 230 px fit with their axes and stay readable).
     P:        the profile, stamped under the figure ("profile: book · device: cpu")."""
 
     def __init__(self, controls: dict, compute, default: dict | None = None, title: str = "",
-                 labels: dict | None = None, columns: int = 2, P=None, panel_width: int = 280,
-                 panel_height: int = 180):
+                 labels: dict | None = None, columns: int = 2, P=None, panel_width: int = 230,
+                 panel_height: int = 170):
         if not controls:
             raise ValueError("controls: give at least one control, e.g. {'placement': ['post', 'pre']}")
         for name, values in controls.items():
@@ -200,10 +204,14 @@ class Explorer:
                     if label not in labels:
                         labels.append(label)
                     g = labels.index(label)
+                    style = STYLES.index(p.styles.get(label, "solid"))  # per state: "bold" follows the choice
                     for x, y in zip(xs, ys):
                         if (p.xlog and not x > 0) or (p.ylog and not y > 0) or not (math.isfinite(x) and math.isfinite(y)):
                             continue  # a log axis cannot show 0; a NaN is a gap
-                        rows.append({"s": s, "p": k, "m": kind[0], "g": g, "x": _num(x), "y": _num(y)})
+                        row = {"s": s, "p": k, "m": kind[0], "g": g, "x": _num(x), "y": _num(y)}
+                        if style:
+                            row["w"] = style
+                        rows.append(row)
                 if p.heatmap is not None:
                     m = np.asarray(p.heatmap, dtype=float)
                     for (i, j), v in np.ndenumerate(m):
@@ -211,14 +219,16 @@ class Explorer:
                             rows.append({"s": s, "p": k, "m": "h", "x": j, "y": i, "v": _num(v)})
             template = next(f[k] for f in figures if k < len(f))
             panels.append(self._panel_spec(k, template, labels, [f[k].note if k < len(f) else "" for f in figures],
-                                           [f[k] for f in figures if k < len(f)]))
+                                           [f[k] for f in figures if k < len(f)],
+                                           [f[k].title if k < len(f) else "" for f in figures]))
         params = [self._param(name) for name in self.controls]
         params.append({"name": "tfx_state", "expr": self._state_expr()})
         footer = str(self.P) if self.P is not None else ""
         return _drop_none({
             "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
             "title": ({"text": self.title, "subtitle": footer, "fontSize": _FONT["title"] + 1,
-                       "subtitleFontSize": MIN_FONT_PX, "anchor": "start"} if self.title else None),
+                       "subtitleFontSize": MIN_FONT_PX, "anchor": "start", "limit": 2 * self.panel_width + 150}
+                      if self.title else None),
             "params": params,
             "datasets": {"tfx": rows},
             "concat": panels,
@@ -229,9 +239,10 @@ class Explorer:
                 "font": "sans-serif",
                 "axis": {"labelFontSize": _FONT["axis"], "titleFontSize": _FONT["axis"], "labelOverlap": True},
                 "legend": {"labelFontSize": _FONT["legend"], "titleFontSize": _FONT["legend"], "orient": "bottom",
-                           "direction": "vertical", "labelLimit": 300},
+                           "direction": "vertical", "labelLimit": self.panel_width + 20, "rowPadding": 2,
+                           "layout": {"bottom": {"anchor": "start", "direction": "vertical"}}},
                 "title": {"fontSize": _FONT["title"], "subtitleFontSize": _FONT["note"], "anchor": "start",
-                          "subtitleColor": "#333333", "limit": self.panel_width + 40},
+                          "subtitleColor": "#333333", "limit": self.panel_width + 50},
                 "view": {"stroke": None},
             },
         })
@@ -254,10 +265,7 @@ class Explorer:
             stride *= len(values)
         return " + ".join(reversed(terms))
 
-    def _panel_spec(self, k: int, p: Panel, labels: list, notes: list, every: list) -> dict:
-        styles = {}
-        for q in every:
-            styles.update(q.styles)
+    def _panel_spec(self, k: int, p: Panel, labels: list, notes: list, every: list, titles: list) -> dict:
         colors = [_color(p, lab, i) for i, lab in enumerate(labels)]
         for q in every:  # a colour given in any state wins
             for i, lab in enumerate(labels):
@@ -270,38 +278,43 @@ class Explorer:
                       "scale": {"domain": labels, "range": colors}},
         }
         x_q = {"field": "x", "type": "quantitative", "title": p.x, "scale": {"type": "log"} if p.xlog else {"zero": False}}
-        y_q = {"field": "y", "type": "quantitative", "title": p.y, "scale": {"type": "log"} if p.ylog else {"zero": False}}
+        y_scale = {"type": "log"} if p.ylog else {"zero": False}
+        ys = [y for q in every for _, _, _, yy in q.series() for y in yy
+              if math.isfinite(y) and (y > 0 or not p.ylog)]
+        if p.fixed_y and ys:
+            y_scale["domain"] = [_num(min(ys)), _num(max(ys))]
+        y_q = {"field": "y", "type": "quantitative", "title": p.y, "scale": y_scale}
         layers = []
 
         def layer(mark_code, mark, encoding, extra=()):
+            # The legend of each mark lists only the series drawn with that mark.
+            own = [lab for q in every for kind, lab, *_ in q.series() if kind[0] == mark_code]
+            encoding["color"] = {**encoding["color"], "legend": {"values": list(dict.fromkeys(own))}}
             layers.append({"transform": [{"filter": f"{base_filter} && datum.m == '{mark_code}'"},
                                          {"calculate": label_expr, "as": "series"}, *extra],
                            "mark": mark, "encoding": encoding})
 
         has = {kind for q in every for kind, *_ in q.series()}
         if "line" in has:
-            # Line styles come as plain values per series (no scale, no legend).
-            style = {"dash": [[5, 4] if styles.get(lab) == "dashed" else [1, 0] for lab in labels],
-                     "op": [0.35 if styles.get(lab) == "faint" else 1.0 for lab in labels],
-                     "sw": [3.0 if styles.get(lab) == "bold" else 1.8 for lab in labels]}
-            layer("l", {"type": "line", "clip": True}, {
+            # Line styles (STYLES order) come per row, as plain values (no scale, no legend).
+            style = {"dash": [[1, 0], [5, 4], [1, 0], [1, 0]], "op": [1.0, 1.0, 0.3, 1.0], "sw": [1.8, 1.8, 1.5, 3.2]}
+            layer("l", {"type": "line"}, {
                 "x": x_q, "y": y_q, **series_enc, "detail": {"field": "series"},
                 "strokeDash": {"field": "dash", "type": "nominal", "scale": None},
                 "opacity": {"field": "op", "type": "quantitative", "scale": None},
                 "strokeWidth": {"field": "sw", "type": "quantitative", "scale": None},
                 "order": {"field": "x", "type": "quantitative"},
                 "tooltip": [{"field": "series"}, {"field": "x", "title": p.x}, {"field": "y", "title": p.y}]},
-                extra=[{"calculate": f"{json.dumps(v)}[datum.g]", "as": k} for k, v in style.items()])
+                extra=[{"calculate": f"{json.dumps(v)}[datum.w || 0]", "as": k} for k, v in style.items()])
         if "point" in has:
-            layer("p", {"type": "point", "filled": True, "size": 50, "clip": True}, {
+            layer("p", {"type": "point", "filled": True, "size": 50}, {
                 "x": x_q, "y": y_q, **series_enc,
                 "tooltip": [{"field": "series"}, {"field": "x", "title": p.x}, {"field": "y", "title": p.y}]})
         if "bar" in has:
             layer("b", {"type": "bar"}, {
                 "x": {"field": "x", "type": "ordinal", "title": p.x, "axis": {"labelAngle": 0}},
                 "xOffset": {"field": "series"},
-                "y": {"field": "y", "type": "quantitative", "title": p.y,
-                      "scale": {"type": "log"} if p.ylog else {}},
+                "y": {**y_q, "scale": {k: v for k, v in y_scale.items() if k != "zero"}},
                 **series_enc,
                 "tooltip": [{"field": "series"}, {"field": "x", "title": p.x}, {"field": "y", "title": p.y}]})
         if any(q.heatmap is not None for q in every):
@@ -320,6 +333,8 @@ class Explorer:
         if not layers:  # a panel that only ever shows its note (a refused state)
             layers.append({"mark": {"type": "text"}, "encoding": {}})
         title = {"text": p.title or " "}
+        if len(set(titles)) > 1:  # a title that changes with the state
+            title["text"] = {"expr": f"{json.dumps([t or ' ' for t in titles])}[tfx_state]"}
         if any(notes):
             title["subtitle"] = {"expr": f"{json.dumps(notes)}[tfx_state]"}
         return {"title": title, "width": self.panel_width, "height": self.panel_height,
@@ -331,6 +346,7 @@ class Explorer:
         uid = "tfx-explorer-" + uuid.uuid4().hex[:10]
         spec = json.dumps(self.spec(), separators=(",", ":")).replace("</", "<\\/")
         return (
+            _CSS +
             f'<div class="tfx-explorer" id="{uid}" data-title="{_html.escape(self.title)}"></div>\n'
             f'<script type="application/json" id="{uid}-spec">{spec}</script>\n'
             "<script>(function () {\n"
@@ -354,6 +370,15 @@ class Explorer:
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         data["text/html"] = self.html()
         return bundle
+
+
+# Controls on their own lines, labels aligned; a chart wider than the column scrolls
+# rather than shrinking its text. (Repeated per explorer: identical rules, tiny.)
+_CSS = ("<style>.tfx-explorer{overflow-x:auto;max-width:100%;margin:0.5em 0}"
+        ".tfx-explorer .vega-bind{margin:0.15em 0}"
+        ".tfx-explorer .vega-bind-name{display:inline-block;min-width:11em;font-weight:600}"
+        ".tfx-explorer .vega-bind-radio label{margin:0 0.9em 0 0.25em}"
+        ".tfx-explorer select{font-size:inherit}</style>\n")
 
 
 def _pname(name: str) -> str:

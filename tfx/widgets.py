@@ -165,7 +165,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
         lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
         styles["chance"] = "dashed"
         loss = Panel(title=f"training loss, N = {depth}+{depth}, lr {lr:g}", x="step", y="loss (nats/token)",
-                     lines=lines, styles=styles, note=_status_note(rec))
+                     lines=lines, styles=styles, colors={"chance": "#444444"}, note=_status_note(rec))
         upto = [i for i, n in enumerate(oc_depths) if n <= depth]
         oc = Panel(title="output change at init", x="encoder layers", y="‖ΔF‖² per token", ylog=True,
                    lines={SCHEME_LABELS[o]: (np.array(oc_depths)[upto], sweep[o].mean(1)[upto])
@@ -265,14 +265,15 @@ def layernorm_jacobian_explorer(P=None, widths=(16, 64, 256), norms=(1e-3, 1e-2,
         sv = np.sort(torch.linalg.svdvals(J).numpy())[::-1]
         measured = probes.ln_jacobian_norm(norm * u, eps=eps, method="exact")
         curve = theory.layernorm_jacobian_norm(torch.tensor(grid)[:, None] * u, eps=eps).numpy()
-        left = Panel(title=f"‖J_LN‖₂ against ‖x − μ‖ (d = {d}, eps = {eps:.0e})", x="‖x − μ‖", y="‖J_LN(x)‖₂",
-                     xlog=True, ylog=True, lines={"closed form √d/√(‖x−μ‖² + d·eps)": (grid, curve)},
+        left = Panel(title="‖J_LN‖₂ against ‖x − μ‖", x="‖x − μ‖", y="‖J_LN(x)‖₂",
+                     xlog=True, ylog=True, lines={"closed form": (grid, curve)},
                      points={"autograd at the chosen input": ([norm], [measured])},
-                     colors={"closed form √d/√(‖x−μ‖² + d·eps)": "#1f77b4", "autograd at the chosen input": "#d62728"},
-                     note=f"autograd: {measured:.4g}; √d = {np.sqrt(d):.3g}, √(d·eps) = {np.sqrt(d * eps):.2g}")
-        right = Panel(title=f"all {d} singular values of J", x="index (largest first)", y="singular value",
+                     colors={"closed form": "#1f77b4", "autograd at the chosen input": "#d62728"},
+                     note=f"autograd {measured:.4g}; √(d·eps) = {np.sqrt(d * eps):.2g}")
+        right = Panel(title="all d singular values of J", x="index (largest first)", y="singular value",
                       points={"singular values": (np.arange(1, d + 1), sv)}, colors={"singular values": "#d62728"},
-                      note=f"largest {sv[0]:.4g}, then {sv[-2]:.3g} (eps direction) and {sv[-1]:.1g}")
+                      fixed_y=False,  # from ~0.03 (d = 16, large input) to ~8000 (small input): own range
+                      note=f"{d - 2} × {sv[0]:.4g}, then {sv[-2]:.3g} (eps) and {sv[-1]:.1g}")
         return [left, right]
 
     return Explorer({"d": list(widths), "norm": list(norms), "eps": list(epss)}, compute,
@@ -330,7 +331,7 @@ def gradients_at_init_explorer(P=None, depths=None,
         colors = {"Lemma 2 bounds, pre-LN (low)": "#1f77b4", "Lemma 2 bounds, pre-LN (high)": "#1f77b4",
                   "Lemma 2: 1.5, post-LN": "#d62728"}
         return [Panel(title=f"‖∂loss/∂W‖ per layer, W = {param}", x="layer l", y="gradient norm", bars=bars,
-                      note="; ".join(notes)),
+                      note="; ".join(notes), fixed_y=False),  # weights differ by orders of magnitude
                 Panel(title="E‖x‖²/d of the FFN residual sum", x="layer l", y="E‖x‖² / d", lines=lines,
                       styles=styles, colors=colors, ylog=True,
                       note="Lemma 2: 1.5 (post-LN); between the bounds (pre-LN)")]
@@ -389,7 +390,7 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
                   note=f"β_ii² at the top: {np.diag(beta)[-1] ** 2:.3f}"),
             Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² per token", lines=lines,
                   styles=styles, colors={"fit against N": "#444444", "fit against ln N": "#444444"}, note=note),
-            Panel(title=f"gradient at init, {depth}+{depth}-layer encoder–decoder", x="sub-layer i (bottom → top)",
+            Panel(title="gradient at init, N+N encoder–decoder", x="sub-layer i (bottom → top)",
                   y="relative ‖∂L/∂x_i‖", ylog=True,
                   lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
                          for stack in ("encoder", "decoder")},
