@@ -226,6 +226,8 @@ class Explorer:
         footer = str(self.P) if self.P is not None else ""
         return _drop_none({
             "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+            "background": "#ffffff",  # readable in the theme's dark mode too
+            "padding": 6,
             "title": ({"text": self.title, "subtitle": footer, "fontSize": _FONT["title"] + 1,
                        "subtitleFontSize": MIN_FONT_PX, "anchor": "start", "limit": 2 * self.panel_width + 150}
                       if self.title else None),
@@ -374,7 +376,7 @@ class Explorer:
 
 # Controls on their own lines, labels aligned; a chart wider than the column scrolls
 # rather than shrinking its text. (Repeated per explorer: identical rules, tiny.)
-_CSS = ("<style>.tfx-explorer{overflow-x:auto;max-width:100%;margin:0.5em 0}"
+_CSS = ("<style>.tfx-explorer{overflow-x:auto;max-width:100%;margin:0.5em 0;background:#fff;color:#222}"
         ".tfx-explorer .vega-bind{margin:0.15em 0}"
         ".tfx-explorer .vega-bind-name{display:inline-block;min-width:11em;font-weight:600}"
         ".tfx-explorer .vega-bind-radio label{margin:0 0.9em 0 0.25em}"

@@ -75,8 +75,8 @@ def _smooth(ys, k: int = 5):
 class _Runs:
     """Training runs by configuration: the given records first, else trained now (seed 0)."""
 
-    def __init__(self, P, task, records=()):
-        self.P, self.task = P, task
+    def __init__(self, P, task, records=(), steps: int | None = None):
+        self.P, self.task, self.steps = P, task, steps or P.train_steps
         self.cache = {self.key(r.config, r.train_config): r for r in records}
 
     @staticmethod
@@ -91,7 +91,7 @@ class _Runs:
 
         cfg = ModelConfig.for_task(self.task, n_enc=depth, n_dec=depth, placement=placement, init=init,
                                    **self.P.model_kwargs(train=True))
-        tc = TrainConfig(steps=self.P.train_steps, batch_size=self.P.batch_size, lr=lr, warmup=warmup,
+        tc = TrainConfig(steps=self.steps, batch_size=self.P.batch_size, lr=lr, warmup=warmup,
                          device=self.P.device, record_updates=False, seed=0)
         k = self.key(cfg, tc)
         if k not in self.cache:
@@ -119,12 +119,12 @@ def _refused(e: ValueError, n_panels: int) -> list:
 # ============================================================== the opening chapter's explorer
 
 
-def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, records=()):
+def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, records=(), steps: int | None = None):
     """The whole story at one glance (AD-3, AM-2, GV-1 at toy scale): choose where the
     LayerNorm sits (post, pre), the initialiser (xavier, admin: Admin is Post-LN with
     profiled ω) and the depth N; see side by side
 
-    * the loss of a real training run (``P.train_steps`` Adam steps at peak ``lr``, no
+    * the loss of a real training run (``steps`` (default ``P.train_steps``) Adam steps at peak ``lr``, no
       warmup, seed 0, an N+N encoder–decoder on ``task``); the other settings of the
       same depth faint;
     * the output change ‖F(W) − F(W + δ)‖² at initialisation of encoders of 1 … N layers
@@ -139,7 +139,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
 
     P = _ln_profile(P)
     task = task or P.load_task()
-    runs = _Runs(P, task, records)
+    runs = _Runs(P, task, records, steps)
     batch = task.batch(0, P.batch_size)
     kw = P.model_kwargs(train=True)
     scheme = {("post", "xavier"): "post", ("pre", "xavier"): "pre", ("post", "admin"): "admin"}
