@@ -57,7 +57,7 @@ def test_spec_holds_every_state_indexed_like_states(ex):
     binds = {p["name"]: p for p in spec["params"] if "bind" in p}
     assert binds["c_depth"]["value"] == 3 and binds["c_depth"]["bind"]["options"] == [2, 3, 5]
     notes = spec["concat"][0]["title"]["subtitle"]["expr"]
-    assert json.loads(notes.split("[tfx_state]")[0]) == [f"{s['placement']} {s['depth']}" for s in ex.states()]
+    assert json.loads(notes.split("[tfx_state]")[0]) == [[f"{s['placement']} {s['depth']}"] for s in ex.states()]
 
 
 def test_html_embeds_the_spec_safely():

@@ -53,8 +53,9 @@ class Panel:
     per x. ``heatmap``: a 2-D array (row i, column j; NaN cells are left blank) with
     colour range ``vmin``..``vmax``. ``styles``: {label: "dashed" | "faint" | "bold"}.
     ``colors``: {label: "#rrggbb"} (default: the scheme's colour when the label's first
-    word is a scheme name, e.g. "post-LN", else a palette). ``note``: a line under the
-    title that may differ between states (a status, a fitted slope, a refusal).
+    word is a scheme name, e.g. "post-LN", else a palette). ``note``: text under the
+    title that may differ between states (a status, a fitted slope, a refusal; "\n"
+    starts a new line; keep lines under ~45 characters).
     ``fixed_y``: in the HTML the y axis spans this panel's values in every state, so a
     move of a control shows against a fixed axis (False: each state its own range)."""
 
@@ -244,7 +245,7 @@ class Explorer:
                            "direction": "vertical", "labelLimit": self.panel_width + 20, "rowPadding": 2,
                            "layout": {"bottom": {"anchor": "start", "direction": "vertical"}}},
                 "title": {"fontSize": _FONT["title"], "subtitleFontSize": _FONT["note"], "anchor": "start",
-                          "subtitleColor": "#333333", "limit": self.panel_width + 50},
+                          "subtitleColor": "#333333", "limit": self.panel_width + 70},
                 "view": {"stroke": None},
             },
         })
@@ -337,8 +338,8 @@ class Explorer:
         title = {"text": p.title or " "}
         if len(set(titles)) > 1:  # a title that changes with the state
             title["text"] = {"expr": f"{json.dumps([t or ' ' for t in titles])}[tfx_state]"}
-        if any(notes):
-            title["subtitle"] = {"expr": f"{json.dumps(notes)}[tfx_state]"}
+        if any(notes):  # a note of several lines ("\n") is drawn as several lines
+            title["subtitle"] = {"expr": f"{json.dumps([n.split(chr(10)) for n in notes])}[tfx_state]"}
         return {"title": title, "width": self.panel_width, "height": self.panel_height,
                 "data": {"name": "tfx"}, "layer": layers,
                 "resolve": {"scale": {"color": "independent"}}}

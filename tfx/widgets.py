@@ -112,8 +112,8 @@ def _status_note(rec) -> str:
 def _refused(e: ValueError, n_panels: int) -> list:
     import textwrap
 
-    msg = "refused by the library: " + str(e)
-    return [Panel(note=textwrap.shorten(msg, 110) if k == 0 else "") for k in range(n_panels)]
+    msg = "\n".join(textwrap.wrap("refused by the library: " + str(e), 45))
+    return [Panel(note=msg if k == 0 else "") for k in range(n_panels)]
 
 
 # ============================================================== the opening chapter's explorer
@@ -330,11 +330,11 @@ def gradients_at_init_explorer(P=None, depths=None,
                 styles["Lemma 2: 1.5, post-LN"] = "dashed"
         colors = {"Lemma 2 bounds, pre-LN (low)": "#1f77b4", "Lemma 2 bounds, pre-LN (high)": "#1f77b4",
                   "Lemma 2: 1.5, post-LN": "#d62728"}
-        return [Panel(title=f"‖∂loss/∂W‖ per layer, W = {param}", x="layer l", y="gradient norm", bars=bars,
-                      note="; ".join(notes), fixed_y=False),  # weights differ by orders of magnitude
+        return [Panel(title="‖∂loss/∂W‖ per layer", x="layer l", y="gradient norm", bars=bars,
+                      note="\n".join([f"W = {param}", *notes]), fixed_y=False),  # weights differ by orders of magnitude
                 Panel(title="E‖x‖²/d of the FFN residual sum", x="layer l", y="E‖x‖² / d", lines=lines,
                       styles=styles, colors=colors, ylog=True,
-                      note="Lemma 2: 1.5 (post-LN); between the bounds (pre-LN)")]
+                      note="Lemma 2: 1.5 (post-LN),\nbetween the dashed bounds (pre-LN)")]
 
     return Explorer({"placement": ["both", "post", "pre"], "depth": depths, "param": list(params)}, compute,
                     default={"placement": "both", "depth": P.deep if P.deep in depths else depths[-1]},
