@@ -128,7 +128,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
       warmup, seed 0, an N+N encoder–decoder on ``task``); the other settings of the
       same depth faint;
     * the output change ‖F(W) − F(W + δ)‖² at initialisation of encoders of 1 … N layers
-      (random δ = 1e-2 × each matrix's std, ``probes.output_change_sweep``);
+      (random δ = 1e-2 × each matrix's std, mean over ``P.seeds`` models, ``probes.output_change_sweep``);
     * the relative gradient ‖∂L/∂x_i‖ of every sub-layer output at initialisation
       (``probes.sublayer_grad_norms``).
 
@@ -144,7 +144,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
     kw = P.model_kwargs(train=True)
     scheme = {("post", "xavier"): "post", ("pre", "xavier"): "pre", ("post", "admin"): "admin"}
     oc_depths = sorted({1, *range(2, max(depths) + 1, 2), *depths})
-    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=1,
+    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
                                        batch_size=P.batch_size, **kw)
 
     def compute(placement, init, depth):
@@ -349,8 +349,8 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
     """GV-1, AM-1, AM-2, AD-1: a fresh model at initialisation, per placement (post, pre,
     admin) and depth N. Top left: the layer dependency β_{i,j} of an N-layer encoder
     (``probes.layer_dependency``; column 0 is the embedding). Top right: the output
-    change ‖F(W) − F(W + δ)‖² under random noise (δ = 1e-2 × each matrix's std) for
-    encoders of 1 … N layers, all three placements, the chosen one bold, with Theorem
+    change ‖F(W) − F(W + δ)‖² under random noise (δ = 1e-2 × each matrix's std; mean
+    over ``P.seeds`` models, the change is heavy-tailed) for encoders of 1 … N layers, all three placements, the chosen one bold, with Theorem
     2's shape (N or ln N) fitted to it. Bottom: the relative gradient norm of every
     sub-layer output of an N+N encoder–decoder. ``default``: the state shown first
     ({"placement": ..., "depth": ...}); ``depths``: default ``P.depths``."""
@@ -362,7 +362,7 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
     task = synthetic("reverse", length=P.seq_len)
     batch = task.batch(0, P.batch_size)
     oc_depths = sorted({1, *depths})
-    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=1,
+    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
                                        batch_size=P.batch_size, **P.model_kwargs())
 
     def compute(placement, depth):
