@@ -128,7 +128,8 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
       warmup, seed 0, an N+N encoder–decoder on ``task``); the other settings of the
       same depth faint;
     * the output change ‖F(W) − F(W + δ)‖² at initialisation of encoders of 1 … N layers
-      (random δ = 1e-2 × each matrix's std, mean over ``P.seeds`` models, ``probes.output_change_sweep``);
+      (random δ = 1e-2 × each matrix's std, mean over ``P.seeds`` models,
+      ``probes.output_change_sweep``);
     * the relative gradient ‖∂L/∂x_i‖ of every sub-layer output at initialisation
       (``probes.sublayer_grad_norms``).
 
@@ -350,8 +351,9 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
     admin) and depth N. Top left: the layer dependency β_{i,j} of an N-layer encoder
     (``probes.layer_dependency``; column 0 is the embedding). Top right: the output
     change ‖F(W) − F(W + δ)‖² under random noise (δ = 1e-2 × each matrix's std; mean
-    over ``P.seeds`` models, the change is heavy-tailed) for encoders of 1 … N layers, all three placements, the chosen one bold, with Theorem
-    2's shape (N or ln N) fitted to it. Bottom: the relative gradient norm of every
+    over ``P.seeds`` models, the change is heavy-tailed) for encoders of 1 … N layers,
+    all three placements, the chosen one bold, with Theorem 2's shape (N or ln N)
+    fitted to it. Bottom: the relative gradient norm of every
     sub-layer output of an N+N encoder–decoder. ``default``: the state shown first
     ({"placement": ..., "depth": ...}); ``depths``: default ``P.depths``."""
     from . import probes, theory
