@@ -281,6 +281,9 @@ class Explorer:
                       "scale": {"domain": labels, "range": colors}},
         }
         x_q = {"field": "x", "type": "quantitative", "title": p.x, "scale": {"type": "log"} if p.xlog else {"zero": False}}
+        xs = [x for q in every for _, _, xx, _ in q.series() for x in xx if math.isfinite(x)]
+        if xs and not p.xlog and all(float(x).is_integer() for x in xs):
+            x_q["axis"] = {"tickMinStep": 1, "format": "d"}  # layers, steps: no 1.5
         y_scale = {"type": "log"} if p.ylog else {"zero": False}
         ys = [y for q in every for _, _, _, yy in q.series() for y in yy
               if math.isfinite(y) and (y > 0 or not p.ylog)]
