@@ -378,7 +378,7 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
             y = sweep[placement].mean(1)[: len(upto)]
             x = upto if placement == "post" else np.log(upto)
             k, c0, r2 = theory.fit_linear(x, y)
-            grid = np.linspace(1, depth, 60)
+            grid = np.arange(1, depth + 1)  # integer depths: the axis keeps integer ticks
             form = "N" if placement == "post" else "ln N"
             lines[f"fit against {form}"] = (grid, k * (grid if placement == "post" else np.log(grid)) + c0)
             styles[f"fit against {form}"] = "dashed"
