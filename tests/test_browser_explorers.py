@@ -16,7 +16,9 @@ other host blocked, this test
 * checks that the explorer opens on the state the chapter's prose asks for
   (``DEFAULTS``);
 * saves screenshots of each explorer before and after each move to
-  ``_build/screenshots/explorers/``.
+  ``_build/screenshots/explorers/``;
+
+and checks that no page of the book is larger than 5 MB.
 
 Chromium, playwright and the build are found as in test_browser.py (skipped
 locally when missing, a failure in CI).
@@ -187,3 +189,14 @@ def test_explorers_respond(page, server, browser):  # noqa: F811
     finally:
         context.close()
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
+MAX_PAGE_BYTES = 5_000_000  # explorers embed every state: keep each page of the book under 5 MB
+
+
+def test_pages_stay_small():
+    if not PAGES:
+        _unavailable("_build/html has no pages: build the book first (make book-rendered)")
+    sizes = {p: (HTML / p).stat().st_size for p in PAGES}
+    big = {p: f"{s / 1e6:.1f} MB" for p, s in sizes.items() if s > MAX_PAGE_BYTES}
+    assert not big, f"pages over {MAX_PAGE_BYTES / 1e6:.0f} MB: {big}"
