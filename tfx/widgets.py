@@ -391,7 +391,8 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
                   y="sub-layer output i", heatmap=beta, vmin=0, vmax=1,
                   note=f"β_ii² at the top: {np.diag(beta)[-1] ** 2:.3f}"),
             Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² per token", lines=lines,
-                  styles=styles, colors={"fit against N": "#444444", "fit against ln N": "#444444"}, note=note),
+                  styles=styles, colors={"fit against N": "#444444", "fit against ln N": "#444444"}, note=note,
+                  fixed_y=False),  # the x range follows N: so does y, the three placements share it
             Panel(title="gradient at init, N+N encoder–decoder", x="sub-layer i (bottom → top)",
                   y="relative ‖∂L/∂x_i‖", ylog=True,
                   lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
