@@ -93,12 +93,13 @@ _CONTROLS_JS = r"""
 """
 
 # What the chart draws, as a string: its SVG elements sorted (Vega may reorder equal
-# elements on a redraw) without ids (clip paths are renumbered).
+# elements on a redraw) without ids (clip paths are renumbered) and without the
+# aria-label descriptions (an axis may describe its domain differently after a round trip).
 _SIGNATURE = r"""
 (el) => {
   const s = el.querySelector('svg');
   if (!s) return '';
-  return s.outerHTML.replace(/\s(id|clip-path)="[^"]*"/g, '').split('<').sort().join('<');
+  return s.outerHTML.replace(/\s(id|clip-path|aria-label)="[^"]*"/g, '').split('<').sort().join('<');
 }
 """
 _SVG_JS = "(el) => (" + _SIGNATURE + ")(el)"
