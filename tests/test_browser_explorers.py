@@ -45,6 +45,7 @@ DEFAULTS = {
     "book/05-not-vanishing.html": {"placement": "post"},
     "book/06-amplification.html": {"placement": "post"},
     "book/07-admin.html": {"placement": "admin"},
+    "book/10-rezero-deepnorm.html": {"initialiser": "deepnorm"},
 }
 
 

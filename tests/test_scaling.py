@@ -101,8 +101,10 @@ def test_grid_mean_and_plot():
     assert all(len(v) == 2 for v in grid.values())
     ns, y = scaling.grid_mean(grid, "deepnorm", "rel_out_change")
     assert list(ns) == [1, 2] and y[0] == pytest.approx(np.mean([d.rel_out_change for d in grid["deepnorm", 1]]))
-    fig = scaling.plot_init_diagnostics(grid, "deepnorm", 2, tfx.get_profile("quick"))
-    assert len(fig.axes) >= 3
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    ex = scaling.init_diagnostics_explorer(grid, tfx.get_profile("quick"))
+    assert ex.controls == {"scheme": ["xavier", "deepnorm"], "depth": [1, 2]}
+    assert ex.default == {"scheme": "deepnorm", "depth": 2}
+    beta, grads, change = ex.compute(scheme="deepnorm", depth=2)
+    assert np.array_equal(beta.heatmap, grid["deepnorm", 2][0].beta, equal_nan=True)
+    assert set(change.lines) == {scaling.LABELS["xavier"], scaling.LABELS["deepnorm"]}  # 'pre' is not in this grid
+    assert change.styles[scaling.LABELS["deepnorm"]] == "bold"

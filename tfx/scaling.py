@@ -13,7 +13,7 @@ Two answers at the extremes of the book's chapter 10:
 encoder–decoder, what chapters 5–7 measure for Post-LN, Pre-LN and Admin: the output
 change under a small perturbation (AM-2), the per-sub-layer gradient profile (GV-1)
 and the layer dependency β_{i,j} (AM-1). It returns plain numbers and arrays, and
-``plot_init_diagnostics`` draws them, so the explorer can precompute every state.
+``init_diagnostics_explorer`` shows them, so the explorer can precompute every state.
 Measurements come from :mod:`tfx.probes`, formulas from :mod:`tfx.theory`.
 """
 from __future__ import annotations
@@ -269,44 +269,46 @@ def grid_mean(grid: dict, scheme: str, attr: str) -> tuple:
     return np.array(depths), np.array([np.mean([getattr(d, attr) for d in grid[scheme, n]]) for n in depths])
 
 
-def plot_init_diagnostics(grid: dict, scheme: str, depth: int, P, references=("xavier", "pre")):
-    """The explorer's picture of one state: left, the encoder's β_{i,j} of ``scheme`` at
-    ``depth``; middle, the relative gradient norm of every sub-layer output (encoder and
-    decoder); right, the relative output change against depth for ``scheme`` (bold) beside
-    ``references``, from the grid's depths. Returns the Figure."""
-    from .plot import color, figure, heatmap
+def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, references=("xavier", "pre")):
+    """The chapter's explorer over an ``init_diagnostics_grid``: choose the initialiser and
+    the depth N. Panels: the encoder's β_{i,j}; the relative gradient norm of every
+    sub-layer output (encoder and decoder); the relative output change against depth for
+    the chosen scheme (bold) beside ``references`` (faint). Every state comes from the
+    grid, so the HTML book holds them all (tfx.explorer)."""
+    from .explorer import Explorer, Panel
+    from .plot import color
 
-    d = grid[scheme, depth][0]
-    fig, (a, b, c) = figure(P, ncols=3, width=13.5, height=3.7)
-    heatmap(a, d.beta, title=f"β of the {depth}-layer encoder", xlabel="branch j (0: embedding)",
-            ylabel="sub-layer output i", vmin=0, vmax=1)
-    col = color(COLOR_KEYS.get(scheme, scheme))
+    schemes = [s for s in INITIALISERS if any(k == s for k, _ in grid)]
+    depths = sorted({n for _, n in grid})
     floor = 1e-4  # a zero gradient (ReZero's encoder at init) is drawn on the floor
-    for stack, mk in (("encoder", "o"), ("decoder", "s")):
-        r = np.maximum(d.grad[stack], floor)
-        b.semilogy(np.arange(1, len(r) + 1), r, mk + "-", ms=3, color=col,
-                   alpha=1 if stack == "decoder" else 0.5, label=stack)
-    b.set_ylim(floor / 2, 2)
-    b.set_xlabel("sub-layer i (bottom → top)")
-    b.set_ylabel("relative ‖∂L/∂x_i‖")
-    b.set_title(f"{depth}+{depth}-layer encoder–decoder", fontsize=9)
-    b.legend(fontsize=7)
-    for s in dict.fromkeys((*references, scheme)):
-        if not any(k == s for k, _ in grid):
-            continue
-        ns, y = grid_mean(grid, s, "rel_out_change")
-        c.plot(ns, np.maximum(y, 1e-12), "o-", ms=4, color=color(COLOR_KEYS.get(s, s)),
-               lw=2.5 if s == scheme else 1, alpha=1 if s == scheme else 0.5, label=LABELS[s])
-    c.set_yscale("log")
-    c.set_xlabel("layers N")
-    c.set_ylabel("‖ΔF‖² / ‖F‖² (random δ)")
-    c.legend(fontsize=7)
-    fig.suptitle(f"{LABELS[scheme]}, N = {depth}: Σβ²_ii = {d.sum_beta_diag_sq:.2f}, "
-                 f"decoder bottom/top gradient {d.grad_spread['decoder']:.2g}", fontsize=10)
-    return fig
+
+    def compute(scheme, depth):
+        d = grid[scheme, depth][0]
+        shown = [s for s in dict.fromkeys((*references, scheme)) if s in schemes or s in {k for k, _ in grid}]
+        lines = {LABELS[s]: grid_mean(grid, s, "rel_out_change") for s in shown}
+        lines = {k: (ns, np.maximum(y, 1e-12)) for k, (ns, y) in lines.items()}
+        return [
+            Panel(title=f"β of the {depth}-layer encoder", x="branch j (0: embedding)", y="sub-layer output i",
+                  heatmap=d.beta, vmin=0, vmax=1, note=f"Σβ²_ii = {d.sum_beta_diag_sq:.2f}"),
+            Panel(title=f"gradient at init, {depth}+{depth} layers", x="sub-layer i (bottom → top)",
+                  y="relative ‖∂L/∂x_i‖", ylog=True,
+                  lines={stack: (np.arange(1, len(d.grad[stack]) + 1), np.maximum(d.grad[stack], floor))
+                         for stack in ("encoder", "decoder")},
+                  colors={"encoder": "#7f7f7f", "decoder": "#000000"}, styles={"decoder": "bold"},
+                  note=f"decoder bottom/top: {d.grad_spread['decoder']:.2g}"),
+            Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² / ‖F‖²", ylog=True, lines=lines,
+                  styles={LABELS[s]: "bold" if s == scheme else "faint" for s in shown},
+                  colors={LABELS[s]: color(COLOR_KEYS.get(s, s)) for s in shown}, fixed_y=False),
+        ]
+
+    return Explorer({"scheme": schemes, "depth": depths}, compute,
+                    default={"scheme": "deepnorm" if "deepnorm" in schemes else schemes[0], "depth": depths[-1],
+                             **(default or {})},
+                    labels={"scheme": "initialiser", "depth": "layers N"},
+                    title="Initialisers at init: β, gradients, output change", P=P)
 
 
 __all__ = ["SCHEMES", "INITIALISERS", "LABELS", "scheme_config", "build", "identity_gap",
            "DEEPNORM_CONVENTIONS", "deepnorm_constants", "deepnorm_update_sum", "deepnorm_balance",
            "derive_deepnorm", "use_deepnorm_convention_", "InitDiagnostics", "init_diagnostics",
-           "init_diagnostics_grid", "grid_mean", "plot_init_diagnostics"]
+           "init_diagnostics_grid", "grid_mean", "init_diagnostics_explorer"]
