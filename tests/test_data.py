@@ -43,3 +43,11 @@ def test_chance_loss_is_the_best_source_free_prediction():
 def test_bad_task_arguments(kw, field):
     with pytest.raises(ValueError, match=field):
         synthetic(**kw)
+
+
+def test_batches_by_token_count():
+    t = synthetic(vocab=10, length=6)
+    b = t.batch(2, max_tokens=64)  # 8 target tokens per sequence
+    assert b.tgt.shape == (8, 8) and torch.equal(b.src, t.batch(2, 8).src)
+    with pytest.raises(ValueError, match="batch_size or max_tokens"):
+        t.batch(0)

@@ -116,3 +116,52 @@ def test_greedy_decodes_a_learned_copy():
     assert out.shape[1] <= 5
     acc = (out[:, :4] == b.tgt[:, 1:5]).float().mean()
     assert acc > 0.9
+
+
+# --------------------------------------------------------------------------- no host syncs, one graph
+def _padded_batch():
+    b = tfx.synthetic("reverse", vocab=8, length=6).batch(0, 4)
+    src, tgt = b.src.clone(), b.tgt.clone()
+    src[0, 4:] = PAD  # a shorter sentence: EOS moved, the rest padding
+    src[0, 3] = 2
+    tgt[0, 5:] = PAD
+    tgt[0, 4] = 2
+    return Batch(src, tgt)
+
+
+def test_padding_flags_are_found_on_the_host_and_travel():
+    b = _padded_batch()
+    assert b.src_padded and b.tgt_padded and b.n_tokens == int((b.tgt[:, 1:] != PAD).sum())
+    moved = b.to("cpu")
+    assert (moved.src_padded, moved.tgt_padded, moved.n_tokens) == (True, True, b.n_tokens)
+    clean = tfx.synthetic("reverse", vocab=8, length=6).batch(0, 4)
+    assert clean.src_padded is False and clean.tgt_padded is False
+
+
+def test_masks_given_or_found_give_the_same_loss():
+    """A mask that hides nothing (what an accelerator builds when it does not know) changes nothing."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=32, n_heads=4, d_ffn=64)).eval()
+    b = _padded_batch()
+    found = model.loss_and_accuracy(b.src, b.tgt)[0]  # flags None: looked up on the CPU tensor
+    given = model.loss_and_accuracy(b.src, b.tgt, 0.0, True, True)[0]
+    torch.testing.assert_close(found, given)
+    clean = tfx.synthetic("reverse", vocab=8, length=6).batch(1, 4)
+    no_mask = model.loss_and_accuracy(clean.src, clean.tgt, 0.0, False, False)[0]
+    full_mask = model.loss_and_accuracy(clean.src, clean.tgt, 0.0, True, True)[0]
+    torch.testing.assert_close(no_mask, full_mask)
+
+
+@pytest.mark.parametrize("kind", [dict(n_enc=2, n_dec=2), dict(n_enc=0, n_dec=2), dict(n_enc=2, n_dec=0)])
+def test_the_training_loss_compiles_to_one_graph(kind):
+    """torch._dynamo.explain: no graph break on the loss the trainer compiles, with and without padding."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    model = build_model(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=32, n_heads=4, d_ffn=64, **kind))
+    b = _padded_batch()
+    if kind["n_dec"] == 0:  # encoder-only: one output per source token
+        b = tfx.synthetic("reverse", vocab=8, length=6).batch(0, 4)
+    for padded in (True, False):
+        ex = torch._dynamo.explain(model.loss_and_accuracy)(b.src, b.tgt, 0.1, padded, padded)
+        assert ex.graph_break_count == 0 and ex.graph_count == 1, ex.break_reasons

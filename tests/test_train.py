@@ -108,3 +108,127 @@ def test_reader_example_admin_on_the_shipped_corpus():
     h = train(model, data, steps=5, batch_size=8, warmup=0)
     assert h.status in ("ok", "stuck", "diverged") and h.steps_done == 5
     assert h.task and h.chance_loss < math.log(data.tgt_vocab)
+
+
+# --------------------------------------------------------------------------- GPU-scale trainer
+from tfx.data import Batch  # noqa: E402
+from tfx.train import UpdateNorm, decide_status, make_optimizer  # noqa: E402
+
+
+@pytest.mark.parametrize("optimizer, wd", [("adam", 0.0), ("adam", 0.01), ("adamw", 0.1), ("sgd", 0.01),
+                                           ("radam", 0.0)])
+def test_update_norm_is_the_parameter_change(optimizer, wd):
+    """‖Δθ‖ read from the optimiser's state equals the norm of the actual change of θ."""
+    model = _model(placement="pre")
+    params = list(model.parameters())
+    opt = make_optimizer(params, TrainConfig(optimizer=optimizer, lr=1e-2, weight_decay=wd))
+    upd = UpdateNorm(opt)
+    assert (upd.kind is None) == (optimizer == "radam")  # RAdam: the copying fallback
+    for step in range(3):
+        opt.zero_grad()
+        model.loss(TASK.batch(step, 8))["loss"].backward()
+        before = [p.detach().clone() for p in params]
+        upd.before()
+        opt.step()
+        got = float(upd.after())
+        want = math.sqrt(sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(params, before)))
+        assert got == pytest.approx(want, rel=2e-3)
+
+
+class Poisoned:
+    """``task``, except that from step ``at`` (1-based) the first source token of each batch
+    is an id the task never uses: a row of the embedding the test made huge."""
+
+    def __init__(self, task, at, token):
+        self.task, self.at, self.token = task, at, token
+
+    def __getattr__(self, name):
+        return getattr(self.task, name)
+
+    def batch(self, step, batch_size=None, split="train", max_tokens=None):
+        b = self.task.batch(step, batch_size, split, max_tokens)
+        if split != "train" or step + 1 < self.at:
+            return b
+        src = b.src.clone()
+        src[:, 0] = self.token
+        return Batch(src, b.tgt)
+
+
+def _poisonable(scale):
+    cfg = ModelConfig.for_task(TASK, d_model=32, n_heads=4, d_ffn=64, n_enc=2, n_dec=2, src_vocab=TASK.src_vocab + 1)
+    model = build_model(cfg)
+    with torch.no_grad():
+        model.src_embed.tok.weight[TASK.src_vocab].fill_(scale)
+    return model, Poisoned(TASK, 7, TASK.src_vocab)
+
+
+def test_divergence_is_read_late_but_dated_exactly():
+    """Numbers are read every log_every = 5 steps; a loss that goes non-finite at step 7 is
+    caught at step 10 and reported at step 7, with the logged steps before it intact."""
+    model, task = _poisonable(1e38)  # × √d: inf in the embedding itself
+    h = train(model, task, steps=20, lr=1e-3, log_every=5, batch_size=8)
+    assert h.status == "diverged" and h.diverged_step == 7 and h.reason.startswith("step 7:")
+    assert h.steps_done == 6 and h.step == [5, 7] and math.isfinite(h.loss[0]) and math.isnan(h.loss[1])
+    d = h.diagnosis  # replayed from the state before step 1: steps 1–6 watched, then step 7
+    assert d["step"] == 7 and d["before"]["step"] == [1, 2, 3, 4, 5, 6] and d["dtype"] == "fp32"
+    assert d["first"]["sublayer"] == "encoder.layers.0.self_attn" and "fp32" not in d
+
+
+def test_amp_dtype_and_token_batches_are_recorded():
+    h = train(_model(placement="pre"), TASK, steps=6, lr=1e-3, amp_dtype="bf16", max_tokens=64)
+    assert h.status in ("ok", "stuck") and h.amp_dtype == "bf16" and h.steps_done == 6
+    assert h.tokens == 6 * (64 // 8) * 7  # 8 target tokens per sequence, 7 carry a loss
+    assert train(_model(), TASK, steps=2).amp_dtype == "fp32"  # the CPU default
+
+
+def test_compiled_training_matches_eager():
+    """compile=True: torch.compile (inductor, on the CPU too) of the model's loss; same losses."""
+    cfg = TrainConfig(steps=4, lr=1e-3, seed=1)
+    eager = train(_model(dropout=0.0), TASK, cfg)
+    compiled = train(_model(dropout=0.0), TASK, cfg.replace(compile=True))
+    assert compiled.status == eager.status and compiled.loss == pytest.approx(eager.loss, rel=1e-4)
+
+
+# --------------------------------------------------------------------------- honest status
+def _pattern(train_loss, eval_loss, bleu, chance):
+    n = len(eval_loss)
+    return History(loss=[train_loss] * 10, chance_loss=chance, eval_step=[250 * (i + 1) for i in range(n)],
+                   eval_loss=eval_loss, bleu=bleu)
+
+
+def test_status_of_a_run_that_learned_nothing_about_its_source():
+    """The GPU Post-LN run on the shipped corpus: training loss 5.65 < 0.95 × unigram chance
+    6.31, validation loss 6.16 → best 5.83 → 8.2, BLEU 0.01. It is not 'ok'."""
+    cfg = TrainConfig()
+    status, reason = decide_status(_pattern(5.65, [6.16, 5.83, 7.1, 8.2], [0.0, 0.01, 0.01, 0.01], 6.31), cfg)
+    assert status == "stuck" and "validation loss climbed" in reason and "8.2" in reason
+    # without the climb, BLEU alone decides
+    status, reason = decide_status(_pattern(5.65, [6.16, 5.83, 5.85], [0.0, 0.01, 0.01], 6.31), cfg)
+    assert status == "stuck" and "BLEU 0.01" in reason and "source" in reason
+    # a validation loss that never beats chance
+    status, reason = decide_status(_pattern(5.65, [6.3, 6.1, 6.2], [], 6.31), cfg)
+    assert status == "stuck" and "never went below" in reason
+    # the Pre-LN run beside it: best 3.8, BLEU 16 — ok, even though validation loss rose after its best
+    assert decide_status(_pattern(3.2, [4.5, 3.8, 4.1], [8.0, 16.3, 16.0], 6.31), cfg) == ("ok", "")
+
+
+def test_a_target_side_language_model_is_stuck_on_the_corpus():
+    """End to end on the shipped corpus: sources that carry nothing (every token UNK) leave the
+    model a target-side language model. Its training loss falls below 0.95 × the unigram
+    chance — the old rule called that 'ok' — but BLEU on held-out sentences says otherwise."""
+    data = tfx.data.load_corpus()
+
+    class NoSource:
+        def __getattr__(self, name):
+            return getattr(data, name)
+
+        def batch(self, step, batch_size=None, split="train", max_tokens=None):
+            b = data.batch(step, batch_size, split, max_tokens)
+            src = torch.where(b.src > 3, torch.full_like(b.src, 3), b.src)  # UNK, keeping EOS and PAD
+            return Batch(src, b.tgt)
+
+    cfg = ModelConfig.for_task(data, n_enc=1, n_dec=1, d_model=64, n_heads=4, d_ffn=128, placement="pre")
+    h = train(build_model(cfg), NoSource(), steps=150, lr=3e-3, batch_size=32, bleu_sentences=40, eval_batches=2)
+    assert h.final_loss() < 0.95 * h.chance_loss  # what used to make it 'ok'
+    assert len(h.bleu) == len(h.eval_loss) == 1 and h.bleu[0] < 1.0
+    assert h.status == "stuck" and "BLEU" in h.reason

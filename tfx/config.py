@@ -299,6 +299,13 @@ _TRAIN_RULES = {
     "stuck_fraction": _rule(_check_number, low=0, high=1, low_open=True),
     "progress": _rule(_check_bool),
     "record_updates": _rule(_check_bool),
+    "compile": _rule(_check_bool),
+    "amp_dtype": _rule(_check_choice, ("bf16", "fp16", "fp32"), optional=True),
+    "max_tokens": _rule(_check_int, 1, optional=True),
+    "bleu_sentences": _rule(_check_int, 0),
+    "min_bleu": _rule(_check_number, low=0),
+    "diagnose": _rule(_check_bool),
+    "watch_every": _rule(_check_int, 0),
 }
 
 
@@ -335,7 +342,16 @@ class TrainConfig(_Replaceable):
     diverge_loss: float | None = None  # None: 3 × ln(vocab)
     stuck_fraction: float = 0.95  # final loss ≥ this × chance loss → 'stuck'
     progress: bool = False
-    record_updates: bool = True  # record ‖Δθ‖ each step (costs a parameter copy)
+    record_updates: bool = True  # record ‖Δθ‖ at each logged step (from the optimiser's state, no copy)
+    # --- speed, precision, batching (tfx.train)
+    compile: bool = False  # torch.compile the model's loss (one graph, no breaks)
+    amp_dtype: str | None = None  # 'bf16', 'fp16' (with a gradient scaler), 'fp32'; None: bf16/fp16 on cuda, fp32 else
+    max_tokens: int | None = None  # batch by token count (length-bucketed) instead of batch_size sentences
+    # --- honest status and diagnosis
+    bleu_sentences: int = 100  # translation: BLEU on the first N validation sentences at each evaluation
+    min_bleu: float = 1.0  # translation: a run whose last BLEU is below this learned nothing of its source
+    diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
+    watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
 
     def __post_init__(self):
         _validate(self, _TRAIN_RULES)
@@ -345,3 +361,5 @@ class TrainConfig(_Replaceable):
             raise ValueError(
                 f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}"
             )
+        if self.amp is False and self.amp_dtype not in (None, "fp32"):
+            raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")

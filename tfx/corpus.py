@@ -184,6 +184,7 @@ class TranslationTask:
             self._tgt[split] = [[BOS] + ids[: max_len - 2] + [EOS] for ids in tgt]
         self._chance: float | None = None
         self._perms: dict[int, list[int]] = {}
+        self._token_cache: dict[tuple, list[list[int]]] = {}
 
     # -- sizes and texts
     @property
@@ -239,8 +240,16 @@ class TranslationTask:
             self._perms[epoch] = torch.randperm(len(self._src["train"]), generator=g).tolist()
         return self._perms[epoch]
 
-    def batch(self, step: int, batch_size: int, split: str = "train") -> Batch:
+    def batch(self, step: int, batch_size: int | None = None, split: str = "train",
+              max_tokens: int | None = None) -> Batch:
+        """Batch ``step`` of a split: ``batch_size`` sentences, or (``max_tokens``) as many
+        length-bucketed sentences as fit in that many padded tokens (see :meth:`token_batches`)."""
         n = len(self._pairs(split))
+        if (batch_size is None) == (max_tokens is None):
+            raise ValueError(f"give batch_size or max_tokens, not both or neither "
+                             f"(got batch_size={batch_size!r}, max_tokens={max_tokens!r})")
+        if max_tokens is not None:
+            return self._collate(split, self._token_batch(step, max_tokens, split))
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size!r} must be ≥ 1")
         start = step * batch_size
@@ -249,6 +258,39 @@ class TranslationTask:
         else:
             idx = [p % n for p in range(start, start + batch_size)]
         return self._collate(split, idx)
+
+    def token_batches(self, max_tokens: int, split: str = "train") -> list[list[int]]:
+        """fairseq's ``max_tokens`` batching: the split's examples sorted by length (the longer
+        of source and target; ties in a seed-shuffled order), cut into runs whose padded
+        size, rows × longest row, stays within ``max_tokens``. Neighbours in length share a
+        batch, so padding stays small. An example longer than ``max_tokens`` gets a batch
+        of its own. The batches are fixed; :meth:`batch` shuffles their order each epoch."""
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens={max_tokens!r} must be an integer ≥ 1")
+        key = (split, max_tokens)
+        if key not in self._token_cache:
+            src, tgt = self._src[split], self._tgt[split]
+            size = [max(len(s), len(t)) for s, t in zip(src, tgt)]
+            g = torch.Generator().manual_seed(_mix(self.seed, -2))
+            order = sorted(torch.randperm(len(size), generator=g).tolist(), key=size.__getitem__)  # stable
+            batches, rows, longest = [], [], 0
+            for i in order:
+                if rows and max(longest, size[i]) * (len(rows) + 1) > max_tokens:
+                    batches.append(rows)
+                    rows, longest = [], 0
+                rows.append(i)
+                longest = max(longest, size[i])
+            batches.append(rows)
+            self._token_cache[key] = batches
+        return self._token_cache[key]
+
+    def _token_batch(self, step: int, max_tokens: int, split: str) -> list[int]:
+        batches = self.token_batches(max_tokens, split)
+        epoch, i = divmod(step, len(batches))
+        if split != "train":  # in length order, wrapping around
+            return batches[i]
+        g = torch.Generator().manual_seed(_mix(self.seed, epoch) + 1)
+        return batches[int(torch.randperm(len(batches), generator=g)[i])]
 
     def eval_batches(self, batch_size: int, split: str = "valid",
                      max_batches: int | None = None) -> list[Batch]:

@@ -21,19 +21,40 @@ SYNTHETIC_TASKS = ("copy", "reverse", "sort")
 @dataclass
 class Batch:
     """A padded batch. ``src``: (B, S) ending with EOS, or None for a language model.
-    ``tgt``: (B, T) starting with BOS and ending with EOS. Both right-padded with PAD."""
+    ``tgt``: (B, T) starting with BOS and ending with EOS. Both right-padded with PAD.
+
+    ``src_padded`` / ``tgt_padded`` (does a PAD occur in ``src`` / in ``tgt[:, :-1]``?) and
+    ``n_tokens`` are found on the host when the batch is made there, and travel with it
+    in :meth:`to`: the model then builds attention masks, and the trainer counts tokens,
+    without reading the device (a host sync, and a graph break for ``torch.compile``).
+    """
 
     src: torch.Tensor | None
     tgt: torch.Tensor
+    src_padded: bool | None = None
+    tgt_padded: bool | None = None
+    _n_tokens: int | None = None
+
+    def __post_init__(self):
+        if self.tgt.device.type != "cpu":
+            return  # made on the device: left unknown (the model then always builds a mask)
+        if self.src_padded is None and self.src is not None:
+            self.src_padded = bool((self.src == PAD).any())
+        if self.tgt_padded is None:
+            self.tgt_padded = bool((self.tgt[:, :-1] == PAD).any())
+        if self._n_tokens is None:
+            self._n_tokens = int((self.tgt[:, 1:] != PAD).sum())
 
     def to(self, device) -> "Batch":
         src = None if self.src is None else self.src.to(device, non_blocking=True)
-        return Batch(src, self.tgt.to(device, non_blocking=True))
+        return Batch(src, self.tgt.to(device, non_blocking=True), self.src_padded, self.tgt_padded, self._n_tokens)
 
     @property
     def n_tokens(self) -> int:
         """Target tokens that carry a loss (everything after BOS that is not PAD)."""
-        return int((self.tgt[:, 1:] != PAD).sum())
+        if self._n_tokens is None:
+            self._n_tokens = int((self.tgt[:, 1:] != PAD).sum())
+        return self._n_tokens
 
 
 def _mix(seed: int, step: int, split: str) -> int:
@@ -78,7 +99,15 @@ class SyntheticTask:
             return x.flip(-1)
         return x.sort(-1).values
 
-    def batch(self, step: int, batch_size: int, split: str = "train") -> Batch:
+    def batch(self, step: int, batch_size: int | None = None, split: str = "train",
+              max_tokens: int | None = None) -> Batch:
+        """``batch_size`` sequences, or as many as fit in ``max_tokens`` target tokens
+        (every sequence has ``length + 2`` of them: nothing to bucket)."""
+        if (batch_size is None) == (max_tokens is None):
+            raise ValueError(f"give batch_size or max_tokens, not both or neither "
+                             f"(got batch_size={batch_size!r}, max_tokens={max_tokens!r})")
+        if max_tokens is not None:
+            batch_size = max(1, max_tokens // (self.length + 2))
         g = torch.Generator().manual_seed(_mix(self.seed, step, split))
         x = torch.randint(N_SPECIAL, N_SPECIAL + self.vocab, (batch_size, self.length), generator=g)
         eos = torch.full((batch_size, 1), EOS)

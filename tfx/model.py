@@ -66,15 +66,24 @@ class Stack(nn.Module):
         return x if self.final_norm is None else self.final_norm(x)
 
 
-def _key_mask(ids):
+def _padded(ids, padded):
+    """Does ``ids`` hold a PAD? ``padded`` when the caller knows (found on the host, see
+    data.Batch); else a look at a CPU tensor; on an accelerator, assume so (reading the
+    device would stall the host and break ``torch.compile``'s graph; a mask that hides
+    nothing gives the same result)."""
+    if padded is not None:
+        return padded
+    return bool((ids == PAD).any()) if ids.device.type == "cpu" else True
+
+
+def _key_mask(ids, padded=None):
     """(B, 1, 1, L) True where the key is a real token; None when nothing is padded."""
-    keep = ids != PAD
-    return None if bool(keep.all()) else keep[:, None, None, :]
+    return (ids != PAD)[:, None, None, :] if _padded(ids, padded) else None
 
 
-def _causal_mask(ids):
+def _causal_mask(ids, padded=None):
     """(B, 1, T, T) causal ∧ key-not-padded; None when nothing is padded (SDPA's is_causal is faster)."""
-    key = _key_mask(ids)
+    key = _key_mask(ids, padded)
     if key is None:
         return None
     T = ids.shape[1]
@@ -109,43 +118,50 @@ class Transformer(nn.Module):
         """{'encoder': Stack, 'decoder': Stack} for the stacks this model has."""
         return {name: getattr(self, name) for name in ("encoder", "decoder") if hasattr(self, name)}
 
-    def encode(self, src):
-        return self.encoder(self.src_embed(src), mask=_key_mask(src))
+    def encode(self, src, src_padded=None):
+        return self.encoder(self.src_embed(src), mask=_key_mask(src, src_padded))
 
-    def decode(self, tgt_in, memory=None, src=None):
+    def decode(self, tgt_in, memory=None, src=None, tgt_padded=None, src_padded=None):
         x = self.tgt_embed(tgt_in)
         if memory is None:  # decoder-only LM
-            return self.decoder(x, mask=_causal_mask(tgt_in), causal=True)
-        return self.decoder(x, memory=memory, self_mask=_causal_mask(tgt_in),
-                            memory_mask=None if src is None else _key_mask(src))
+            return self.decoder(x, mask=_causal_mask(tgt_in, tgt_padded), causal=True)
+        return self.decoder(x, memory=memory, self_mask=_causal_mask(tgt_in, tgt_padded),
+                            memory_mask=None if src is None else _key_mask(src, src_padded))
 
-    def forward(self, src=None, tgt_in=None):
-        """Logits (B, L, tgt_vocab): over ``tgt_in`` positions, or over source positions for an encoder-only model."""
+    def forward(self, src=None, tgt_in=None, src_padded=None, tgt_padded=None):
+        """Logits (B, L, tgt_vocab): over ``tgt_in`` positions, or over source positions for an encoder-only model.
+        ``src_padded`` / ``tgt_padded``: whether the inputs hold PAD, if known (see data.Batch)."""
         kind = self.cfg.kind
         if kind == "encoder":
-            h = self.encode(src)
+            h = self.encode(src, src_padded)
         elif kind == "decoder":
-            h = self.decode(tgt_in)
+            h = self.decode(tgt_in, tgt_padded=tgt_padded)
         else:
-            h = self.decode(tgt_in, self.encode(src), src)
+            h = self.decode(tgt_in, self.encode(src, src_padded), src, tgt_padded, src_padded)
         return self.out_proj(h)
 
     def loss(self, batch: Batch, label_smoothing: float = 0.0) -> dict:
         """Token-level cross-entropy (nats) on the next target token, PAD ignored; accuracy alongside."""
-        gold = batch.tgt[:, 1:]
+        if self.cfg.kind == "encoder" and (batch.src is None or batch.src.shape != batch.tgt[:, 1:].shape):
+            raise ValueError("an encoder-only model predicts one token per source token: "
+                             "it needs a task whose src and tgt[:, 1:] have the same shape (copy/reverse/sort)")
+        loss, acc = self.loss_and_accuracy(batch.src, batch.tgt, label_smoothing, batch.src_padded, batch.tgt_padded)
+        return {"loss": loss, "acc": acc, "tokens": batch.n_tokens}
+
+    def loss_and_accuracy(self, src, tgt, label_smoothing: float = 0.0, src_padded=None, tgt_padded=None):
+        """(loss, accuracy) as device tensors: what the trainer compiles. Tensors and flags in,
+        tensors out; nothing reads the device, so ``torch.compile`` sees one graph."""
+        gold = tgt[:, 1:]
         if self.cfg.kind == "encoder":
-            if batch.src is None or batch.src.shape != gold.shape:
-                raise ValueError("an encoder-only model predicts one token per source token: "
-                                 "it needs a task whose src and tgt[:, 1:] have the same shape (copy/reverse/sort)")
-            logits = self(src=batch.src)
+            logits = self(src=src, src_padded=src_padded)
         else:
-            logits = self(src=batch.src, tgt_in=batch.tgt[:, :-1])
+            logits = self(src=src, tgt_in=tgt[:, :-1], src_padded=src_padded, tgt_padded=tgt_padded)
         flat = logits.reshape(-1, logits.shape[-1]).float()
         loss = F.cross_entropy(flat, gold.reshape(-1), ignore_index=PAD, label_smoothing=label_smoothing)
         with torch.no_grad():
             real = gold != PAD
             acc = ((logits.argmax(-1) == gold) & real).sum() / real.sum().clamp(min=1)
-        return {"loss": loss, "acc": acc, "tokens": int(real.sum())}
+        return loss, acc
 
     @torch.no_grad()
     def greedy(self, src, max_len: int | None = None):
