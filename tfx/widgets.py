@@ -1,19 +1,32 @@
-"""The explorers: ipywidgets that let a reader change a setting and see the result.
+"""The book's explorers: a figure the reader changes with a few controls.
 
-Each explorer is one function returning a widget to display; it computes its
-default state when built, so the HTML book (which saves widget state) shows that
-state, and Jupyter/Colab recompute live. Heavy work runs on a button press.
+Every explorer is a ``tfx.explorer.Explorer`` (controls, each a small list of values,
+and a ``compute(**state)`` returning ``Panel``s of plain numbers): live ipywidgets under
+a kernel, every state precomputed into a Vega-Lite chart in the HTML book. How to
+declare one: the docstring of ``tfx.explorer``.
+
+``_panel``/``control`` are the older, kernel-only ipywidgets helper (the HTML shows
+only their default state); new explorers should be Explorers.
 """
 from __future__ import annotations
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
+import numpy as np
+
+from .explorer import Explorer, Panel
+
+__all__ = ["Explorer", "Panel", "why_hard_explorer", "training_explorer", "layernorm_jacobian_explorer",
+           "gradients_at_init_explorer", "amplification_explorer"]
+
+SCHEME_LABELS = {"post": "post-LN", "pre": "pre-LN", "admin": "admin (Post-LN + ω)"}
 
 
 def _panel(controls: list, run, button: str | None = None, live: bool = False):
-    """Controls above an Output area. ``run(**values)`` draws into the output; it
-    runs once now (the default state), then on every button press (or every change
-    when ``live``)."""
+    """Kernel-only explorer (older helper): controls above an Output area. ``run(**values)``
+    draws into the output; it runs once now (the default state), then on every button press
+    (or every change when ``live``). In the HTML book only that default state is shown:
+    prefer ``Explorer``."""
     out = W.Output()
     values = lambda: {c.description_key: c.value for c in controls}  # noqa: E731
 
@@ -36,91 +49,10 @@ def _panel(controls: list, run, button: str | None = None, live: bool = False):
 
 
 def control(kind, key: str, description: str, **kw):
-    """A widget whose value is passed to ``run`` as keyword ``key``."""
+    """A widget whose value is passed to ``_panel``'s ``run`` as keyword ``key``."""
     w = kind(description=description, style={"description_width": "initial"}, **kw)
     w.description_key = key
     return w
-
-
-# ============================================================== training explorer (anatomy chapter)
-
-
-def _train_key(cfg, tc) -> tuple:
-    """What identifies a training run for the explorer's cache."""
-    return (cfg.placement, cfg.init, cfg.n_enc, cfg.n_dec, cfg.d_model, cfg.n_heads, cfg.d_ffn,
-            float(tc.lr), tc.warmup, tc.steps, tc.batch_size, tc.schedule, tc.seed)
-
-
-def training_explorer(P=None, task=None, depth: int | None = None, lr: float | None = None,
-                      placement: str = "post", init: str = "xavier", warmup: int = 0, records=()):
-    """Train a tiny encoder–decoder live (AD-3, WU-1 at toy scale).
-
-    Choose the placement of the normalisation, the initialiser, the depth N
-    (encoder and decoder layers), the peak learning rate and the warmup steps, then
-    press *Train*: a fresh model (seed 0) trains ``P.train_steps`` steps with Adam on
-    ``task`` (default: the reverse task, length ``P.seq_len``) at the profile's width
-    and batch size, and its loss curve appears with the run's status ('ok', 'stuck'
-    near chance, or 'diverged'); earlier runs stay in grey for comparison. A setting
-    the library refuses (e.g. init='admin' with placement='pre') shows the library's
-    message instead of a curve. ``records`` (from ``tfx.sweep.run_grid``) pre-fill a
-    cache, so a setting the chapter already trained is drawn without retraining."""
-    import textwrap
-
-    from .config import INITS, PLACEMENTS, ModelConfig, TrainConfig
-    from .data import synthetic
-    from .plot import figure, loss_curves
-    from .sweep import run_one
-
-    P = _ln_profile(P)
-    task = task or synthetic("reverse", length=P.seq_len)
-    depth = depth or P.deep
-    lr = lr or P.train_lr
-    cache = {_train_key(r.config, r.train_config): r for r in records}
-    past = []  # (label, History) of earlier presses, newest last
-
-    def run(placement, init, depth, lr, warmup):
-        try:
-            cfg = ModelConfig.for_task(task, n_enc=depth, n_dec=depth, placement=placement, init=init,
-                                       **P.model_kwargs(train=True))
-            tc = TrainConfig(steps=P.train_steps, batch_size=P.batch_size, lr=lr, warmup=warmup,
-                             device=P.device, record_updates=False)
-        except ValueError as e:
-            print("This combination is not allowed:\n" + textwrap.fill(f"ValueError: {e}", 72, subsequent_indent="  "))
-            return
-        key = _train_key(cfg, tc)
-        rec = cache.get(key)
-        if rec is None:
-            rec = cache[key] = run_one("explorer", cfg, task, tc, seed=0)
-        h = rec.history
-        label = f"{placement} ({init}), N {depth}, lr {lr:.1e}, warmup {warmup}"
-        fig, ax = figure(P, width=7.6, height=3.6)
-        for old_label, old in past[-4:]:
-            if old_label != label:
-                ax.plot(old.step, old.loss, color="#999999", lw=0.9, alpha=0.6)
-        loss_curves(ax, {label: h})
-        ax.set_title(f"{task.name}: status {h.status}, final loss {h.final_loss():.3f} "
-                     f"(chance {h.chance_loss:.2f}) · {rec.wall_time:.0f} s", fontsize=9)
-        if past and any(lbl != label for lbl, _ in past[-4:]):
-            ax.plot([], [], color="#999999", lw=0.9, label="earlier runs")
-            ax.legend(fontsize=8)
-        past[:] = [(lbl, old) for lbl, old in past if lbl != label] + [(label, h)]
-        if h.reason:
-            print(textwrap.fill(f"{h.status}: {h.reason}", 72))
-
-    controls = [
-        control(W.Dropdown, "placement", "placement", options=list(PLACEMENTS), value=placement),
-        control(W.Dropdown, "init", "initialiser", options=list(INITS), value=init),
-        control(W.IntSlider, "depth", "layers N", value=depth, min=1, max=24, step=1,
-                continuous_update=False),
-        control(W.FloatLogSlider, "lr", "peak lr", value=lr, base=10, min=-5, max=-1.5, step=0.25,
-                readout_format=".1e", continuous_update=False),
-        control(W.IntSlider, "warmup", "warmup steps", value=warmup, min=0, max=P.train_steps, step=10,
-                continuous_update=False),
-    ]
-    return _panel(controls, run, button="Train")
-
-
-# ============================================================== LayerNorm / gradients-at-init explorers
 
 
 def _ln_profile(P):
@@ -129,173 +61,347 @@ def _ln_profile(P):
     return get_profile() if P is None else P
 
 
-def layernorm_jacobian_explorer(P=None):
-    """LN-1, live: pick the width d, the size ‖x − μ‖ of the input and LayerNorm's eps.
+def _smooth(ys, k: int = 5):
+    """A k-step moving average (the loss curves' noise hides their shape)."""
+    ys = np.asarray(ys, dtype=float)
+    if len(ys) < k:
+        return ys
+    return np.convolve(ys, np.ones(k) / k, mode="valid")
+
+
+# ============================================================== training runs, shared by the training explorers
+
+
+class _Runs:
+    """Training runs by configuration: the given records first, else trained now (seed 0)."""
+
+    def __init__(self, P, task, records=(), steps: int | None = None):
+        self.P, self.task, self.steps = P, task, steps or P.train_steps
+        self.cache = {self.key(r.config, r.train_config): r for r in records}
+
+    @staticmethod
+    def key(cfg, tc) -> tuple:
+        return (cfg.placement, cfg.init, cfg.n_enc, cfg.n_dec, cfg.d_model, cfg.n_heads, cfg.d_ffn,
+                float(tc.lr), tc.warmup, tc.steps, tc.batch_size, tc.schedule, tc.seed)
+
+    def get(self, placement, init, depth, lr, warmup=0):
+        """The Record of one run; raises the library's ValueError for a refused setting."""
+        from .config import ModelConfig, TrainConfig
+        from .sweep import run_one
+
+        cfg = ModelConfig.for_task(self.task, n_enc=depth, n_dec=depth, placement=placement, init=init,
+                                   **self.P.model_kwargs(train=True))
+        tc = TrainConfig(steps=self.steps, batch_size=self.P.batch_size, lr=lr, warmup=warmup,
+                         device=self.P.device, record_updates=False, seed=0)
+        k = self.key(cfg, tc)
+        if k not in self.cache:
+            self.cache[k] = run_one("explorer", cfg, self.task, tc, seed=0)
+        return self.cache[k]
+
+
+def _loss_lines(hist, label):
+    ys = _smooth(hist.loss)
+    return label, (np.asarray(hist.step[len(hist.step) - len(ys):]), ys)
+
+
+def _status_note(rec) -> str:
+    h = rec.history
+    return f"{h.status}: final loss {h.final_loss():.2f} nats/token (chance {h.chance_loss:.2f})"
+
+
+def _refused(e: ValueError, n_panels: int) -> list:
+    import textwrap
+
+    msg = "\n".join(textwrap.wrap("refused by the library: " + str(e), 45))
+    return [Panel(note=msg if k == 0 else "") for k in range(n_panels)]
+
+
+# ============================================================== the opening chapter's explorer
+
+
+def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, records=(), steps: int | None = None):
+    """The whole story at one glance (AD-3, AM-2, GV-1 at toy scale): choose where the
+    LayerNorm sits (post, pre), the initialiser (xavier, admin: Admin is Post-LN with
+    profiled ω) and the depth N; see side by side
+
+    * the loss of a real training run (``steps`` (default ``P.train_steps``) Adam steps at peak ``lr``, no
+      warmup, seed 0, an N+N encoder–decoder on ``task``); the other settings of the
+      same depth faint;
+    * the output change ‖F(W) − F(W + δ)‖² at initialisation of encoders of 1 … N layers
+      (random δ = 1e-2 × each matrix's std, mean over ``P.seeds`` models,
+      ``probes.output_change_sweep``);
+    * the relative gradient ‖∂L/∂x_i‖ of every sub-layer output at initialisation
+      (``probes.sublayer_grad_norms``).
+
+    Every (valid) setting trains once when the explorer is shown (``records`` from
+    ``tfx.sweep.run_grid`` are reused). Pre-LN with Admin's initialiser is refused by
+    the library, and the explorer shows its message."""
+    from . import probes
+
+    P = _ln_profile(P)
+    task = task or P.load_task()
+    runs = _Runs(P, task, records, steps)
+    batch = task.batch(0, P.batch_size)
+    kw = P.model_kwargs(train=True)
+    scheme = {("post", "xavier"): "post", ("pre", "xavier"): "pre", ("post", "admin"): "admin"}
+    oc_depths = sorted({1, *range(2, max(depths) + 1, 2), *depths})
+    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
+                                       batch_size=P.batch_size, **kw)
+
+    def compute(placement, init, depth):
+        try:
+            if (placement, init) not in scheme:  # ask the library: it explains why not
+                runs.get(placement, init, depth, lr)
+            sch = scheme[(placement, init)]
+            rec = runs.get(*probes.SCHEMES[sch], depth, lr)
+        except ValueError as e:
+            return _refused(e, 3)
+        lines, styles = {}, {}
+        for other in ("post", "pre", "admin"):
+            r = rec if other == sch else runs.get(*probes.SCHEMES[other], depth, lr)
+            label, xy = _loss_lines(r.history, SCHEME_LABELS[other])
+            lines[label] = xy
+            styles[label] = "bold" if other == sch else "faint"
+        h = rec.history
+        lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
+        styles["chance"] = "dashed"
+        loss = Panel(title=f"training loss, N = {depth}+{depth}, lr {lr:g}", x="step", y="loss (nats/token)",
+                     lines=lines, styles=styles, colors={"chance": "#444444"}, note=_status_note(rec))
+        upto = [i for i, n in enumerate(oc_depths) if n <= depth]
+        oc = Panel(title="output change at init", x="encoder layers", y="‖ΔF‖² per token", ylog=True,
+                   lines={SCHEME_LABELS[o]: (np.array(oc_depths)[upto], sweep[o].mean(1)[upto])
+                          for o in ("post", "pre", "admin")},
+                   styles={SCHEME_LABELS[o]: ("bold" if o == sch else "faint") for o in ("post", "pre", "admin")},
+                   note=f"{SCHEME_LABELS[sch]} at N = {depth}: {sweep[sch].mean(1)[oc_depths.index(depth)]:.3g}")
+        m = probes.build_scheme(sch, task, depth, batch=batch, n_dec=depth, **kw)
+        g = probes.sublayer_grad_norms(m, batch)
+        grad = Panel(title="gradient at init, per sub-layer", x="sub-layer i (bottom → top)",
+                     y="relative ‖∂L/∂x_i‖", ylog=True,
+                     lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
+                            for stack in ("encoder", "decoder")},
+                     colors={"encoder": "#7f7f7f", "decoder": "#000000"},
+                     note=f"decoder bottom/top: {g['decoder']['relative'][0] / g['decoder']['relative'][-1]:.2g}")
+        return [loss, oc, grad]
+
+    return Explorer({"placement": ["post", "pre"], "init": ["xavier", "admin"], "depth": list(depths)},
+                    compute, default={"placement": "post", "init": "xavier", "depth": max(depths)},
+                    labels={"init": "initialiser", "depth": "layers N"},
+                    title="Placement × initialiser × depth: one run, its output change and its gradients", P=P)
+
+
+# ============================================================== training explorer (anatomy chapter)
+
+
+def training_explorer(P=None, task=None, depth: int | None = None, lr: float | None = None,
+                      warmups=(0, 0.1), records=(), default: dict | None = None):
+    """Warmup against placement (WU-1, AD-3 at toy scale): an N+N encoder–decoder trained
+    ``P.train_steps`` Adam steps at peak ``lr`` on ``task``, for each placement (post,
+    pre, admin) and each warmup (a fraction of the steps). Left: the loss of the chosen
+    run, the same placement with the other warmup faint, chance dashed. Right: the
+    gradient norm per step (before clipping) of the same two runs.
+
+    ``records`` (from ``tfx.sweep.run_grid``) are reused; the other settings train when
+    the explorer is shown."""
+    from .probes import SCHEMES
+
+    P = _ln_profile(P)
+    task = task or P.load_task()
+    depth = depth or P.deep
+    lr = lr or P.train_lr
+    runs = _Runs(P, task, records)
+    steps = {f"{w:.0%}": int(round(w * P.train_steps)) for w in warmups}
+
+    def compute(placement, warmup):
+        lines, grads, styles = {}, {}, {}
+        for w in steps:
+            rec = runs.get(*SCHEMES[placement], depth, lr, warmup=steps[w])
+            label = f"warmup {w}"
+            _, lines[label] = _loss_lines(rec.history, label)
+            gn = _smooth(rec.history.grad_norm)
+            grads[label] = (np.asarray(rec.history.step[len(rec.history.step) - len(gn):]), gn)
+            styles[label] = "bold" if w == warmup else "faint"
+            if w == warmup:
+                chosen = rec
+        h = chosen.history
+        lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
+        colors = {f"warmup {w}": c for w, c in zip(steps, ("#d62728", "#1f77b4", "#2ca02c"))}
+        colors["chance"] = "#444444"
+        return [Panel(title=f"{SCHEME_LABELS[placement]}, N = {depth}+{depth}, lr {lr:g}", x="step",
+                      y="loss (nats/token)", lines=lines, styles={**styles, "chance": "dashed"}, colors=colors,
+                      note=_status_note(chosen)),
+                Panel(title="gradient norm (before clipping)", x="step", y="‖∂L/∂θ‖", ylog=True, lines=grads,
+                      styles=styles, colors=colors,
+                      note=f"warmup {warmup}: peak lr reached at step {max(steps[warmup], 1)}")]
+
+    return Explorer({"placement": ["post", "pre", "admin"], "warmup": list(steps)}, compute,
+                    default=default or {"placement": "post", "warmup": list(steps)[-1]},
+                    labels={"warmup": "warmup (share of the steps)"},
+                    title=f"{task.name}: placement × warmup, {P.train_steps} steps", P=P)
+
+
+# ============================================================== LayerNorm / gradients-at-init explorers
+
+
+def layernorm_jacobian_explorer(P=None, widths=(16, 64, 256), norms=(1e-3, 1e-2, 0.1, 1.0, 8.0, 64.0, 1e3),
+                                epss=(1e-8, 1e-5, 1e-2)):
+    """LN-1: pick the width d, the size ‖x − μ‖ of the input and LayerNorm's eps.
 
     Left: the spectral norm of the Jacobian against ‖x − μ‖ (the closed form
     ``tfx.theory.layernorm_jacobian_norm`` as a line, the autograd measurement at the
     chosen input as a dot). Right: all d singular values of the measured Jacobian:
     d − 2 of them equal √d/s, one is the eps direction, one is 0."""
-    import numpy as np
     import torch
 
     from . import probes, theory
-    from .plot import color, figure
 
     P = _ln_profile(P)
+    grid = np.logspace(-3, 3, 49)
 
-    def run(d, norm, eps):
+    def compute(d, norm, eps):
         g = torch.Generator().manual_seed(0)
         x = torch.randn(d, generator=g, dtype=torch.float64)
         x = x - x.mean()
         u = x / x.norm()
         J = torch.autograd.functional.jacobian(lambda v: torch.nn.functional.layer_norm(v, (d,), eps=eps), norm * u)
-        sv = torch.linalg.svdvals(J).numpy()
+        sv = np.sort(torch.linalg.svdvals(J).numpy())[::-1]
         measured = probes.ln_jacobian_norm(norm * u, eps=eps, method="exact")
-        grid = np.logspace(-2, 3, 120)
         curve = theory.layernorm_jacobian_norm(torch.tensor(grid)[:, None] * u, eps=eps).numpy()
-        fig, (a, b) = figure(P, ncols=2)
-        a.loglog(grid, curve, color=color("pre"), label=r"$\sqrt{d}/\sqrt{\|x-\mu\|^2 + d\,\epsilon}$")
-        a.loglog([norm], [measured], "o", color=color("post"), label=f"autograd: {measured:.3g}")
-        a.axvline(np.sqrt(d), ls=":", color="#444444", lw=1, label=r"$\|x-\mu\| = \sqrt{d}$")
-        a.set_xlabel(r"$\|x-\mu\|$")
-        a.set_ylabel(r"$\|J_{LN}(x)\|_2$")
-        a.set_title(f"d = {d}, eps = {eps:.0e}")
-        a.legend(fontsize=8)
-        b.plot(np.arange(1, d + 1), sv, ".", color=color("post"), ms=4)
-        b.set_xlabel("index")
-        b.set_ylabel("singular value of J")
-        b.set_title(r"all $d$ singular values: $d-2$ equal $\sqrt{d}/s$", fontsize=9)
-        b.set_ylim(bottom=-0.05 * max(sv.max(), 1e-12))
+        left = Panel(title="‖J_LN‖₂ against ‖x − μ‖", x="‖x − μ‖", y="‖J_LN(x)‖₂",
+                     xlog=True, ylog=True, lines={"closed form": (grid, curve)},
+                     points={"autograd at the chosen input": ([norm], [measured])},
+                     colors={"closed form": "#1f77b4", "autograd at the chosen input": "#d62728"},
+                     note=f"autograd {measured:.4g}; √(d·eps) = {np.sqrt(d * eps):.2g}")
+        right = Panel(title="all d singular values of J", x="index (largest first)", y="singular value",
+                      points={"singular values": (np.arange(1, d + 1), sv)}, colors={"singular values": "#d62728"},
+                      fixed_y=False,  # from ~0.03 (d = 16, large input) to ~8000 (small input): own range
+                      note=f"{d - 2} × {sv[0]:.4g}, then {sv[-2]:.3g} (eps) and {sv[-1]:.1g}")
+        return [left, right]
 
-    controls = [
-        control(W.IntSlider, "d", "width d", value=64, min=3, max=512, step=1, continuous_update=False),
-        control(W.FloatLogSlider, "norm", "‖x − μ‖", value=8.0, base=10, min=-2, max=3, step=0.05,
-                continuous_update=False),
-        control(W.FloatLogSlider, "eps", "eps", value=1e-5, base=10, min=-8, max=1, step=0.5,
-                continuous_update=False),
-    ]
-    return _panel(controls, run, live=True)
+    return Explorer({"d": list(widths), "norm": list(norms), "eps": list(epss)}, compute,
+                    default={"d": 64, "norm": 8.0, "eps": 1e-5}, labels={"d": "width d", "norm": "‖x − μ‖"},
+                    title="The LayerNorm Jacobian (LN-1)", P=P)
 
 
-def gradients_at_init_explorer(P=None):
-    """LN-3 … LN-5, on a button: a fresh encoder-only model at initialisation.
-
-    Choose the placement (Post-LN, Pre-LN or both), the depth N and the weight whose
-    gradient is shown. Left: ‖∂loss/∂W‖ per layer (one backward pass on one batch
-    of the reverse task). Right: E‖x‖²/d of each layer's FFN residual sum (Post-LN:
-    x^{post,5}; Pre-LN: the stream after l blocks) with Lemma 2's predictions."""
-    import numpy as np
+def gradients_at_init_explorer(P=None, depths=None,
+                               params=("ffn.f.fc2.weight", "ffn.f.fc1.weight", "self_attn.f.v_proj.weight",
+                                       "self_attn.f.out_proj.weight", "self_attn.f.q_proj.weight")):
+    """LN-3 … LN-5: a fresh encoder-only model at initialisation, per placement (post,
+    pre or both), depth N and weight. Left: ‖∂loss/∂W‖ per layer (one backward pass on
+    one batch of the reverse task). Right: E‖x‖²/d of each layer's FFN residual sum
+    (Post-LN: x^{post,5}; Pre-LN: the stream after l blocks) with Lemma 2's predictions."""
+    from functools import lru_cache
 
     from . import probes, theory
     from .data import synthetic
-    from .plot import color, figure
+    from .model import build_model
 
     P = _ln_profile(P)
+    depths = list(depths or P.depths[:4])
     task = synthetic("reverse", length=P.seq_len)
+    batch = task.batch(0, P.batch_size)
+    d = P.d_model
 
-    def run(placement, depth, param):
-        from .model import build_model
+    @lru_cache(maxsize=None)
+    def model(pl, depth):
+        return build_model(n_enc=depth, n_dec=0, placement=pl, seed=0, src_vocab=task.src_vocab,
+                           tgt_vocab=task.tgt_vocab, **P.model_kwargs())
 
+    @lru_cache(maxsize=None)
+    def grads(pl, depth, param):
+        return probes.layer_grad_norms(model(pl, depth), batch, "encoder", param)
+
+    def compute(placement, depth, param):
         places = ("post", "pre") if placement == "both" else (placement,)
-        fig, (a, b) = figure(P, ncols=2)
-        width = 0.8 / len(places)
-        for k, pl in enumerate(places):
-            m = build_model(n_enc=depth, n_dec=0, placement=pl, seed=0, src_vocab=task.src_vocab,
-                            tgt_vocab=task.tgt_vocab, **P.model_kwargs())
-            batch = task.batch(0, P.batch_size)
-            g = probes.layer_grad_norms(m, batch, "encoder", param)
+        layers = np.arange(1, depth + 1)
+        bars, lines, styles, notes = {}, {}, {}, []
+        for pl in places:
+            g = grads(pl, depth, param)
             st = probes.profile_stats(g)
-            layers = np.arange(1, depth + 1)
-            a.bar(layers + (k - (len(places) - 1) / 2) * width, g, width, color=color(pl),
-                  label=f"{pl}-LN (Spearman {st['spearman']:+.2f}, top/bottom {st['last_over_first']:.2f})")
-            h = probes.hidden_norms(m, batch)
-            d = P.d_model
-            b.plot(layers, h["ffn_sum"] / d, "o-", color=color(pl), ms=3, label=f"{pl}-LN measured")
+            bars[f"{pl}-LN"] = (layers, g)
+            notes.append(f"{pl}: Spearman {st['spearman']:+.2f}, top/bottom {st['last_over_first']:.2f}")
+            h = probes.hidden_norms(model(pl, depth), batch)
+            lines[f"{pl}-LN measured"] = (layers, h["ffn_sum"] / d)
             if pl == "pre":
                 lo, hi = zip(*(theory.pre_ln_hidden_norm_sq_bounds(l, d, h["input"]) for l in layers))
-                b.fill_between(layers, np.array(lo) / d, np.array(hi) / d, color=color(pl), alpha=0.15,
-                               label="Lemma 2 bounds (Pre-LN)")
+                lines["Lemma 2 bounds, pre-LN (low)"] = (layers, np.array(lo) / d)
+                lines["Lemma 2 bounds, pre-LN (high)"] = (layers, np.array(hi) / d)
+                styles["Lemma 2 bounds, pre-LN (low)"] = styles["Lemma 2 bounds, pre-LN (high)"] = "dashed"
             else:
-                b.axhline(theory.post_ln_hidden_norm_sq(d) / d, ls="--", color=color(pl), lw=1,
-                          label="Lemma 2: 1.5 (Post-LN)")
-        a.set_xlabel("layer l")
-        a.set_ylabel(f"‖∂loss/∂ {param}‖")
-        a.legend(fontsize=7)
-        b.set_xlabel("layer l")
-        b.set_ylabel("E‖x‖² / d of the FFN residual sum")
-        b.legend(fontsize=7)
+                lines["Lemma 2: 1.5, post-LN"] = (layers, np.full(depth, theory.post_ln_hidden_norm_sq(d) / d))
+                styles["Lemma 2: 1.5, post-LN"] = "dashed"
+        colors = {"Lemma 2 bounds, pre-LN (low)": "#1f77b4", "Lemma 2 bounds, pre-LN (high)": "#1f77b4",
+                  "Lemma 2: 1.5, post-LN": "#d62728"}
+        return [Panel(title="‖∂loss/∂W‖ per layer", x="layer l", y="gradient norm", bars=bars,
+                      note="\n".join([f"W = {param}", *notes]), fixed_y=False),  # weights differ by orders of magnitude
+                Panel(title="E‖x‖²/d of the FFN residual sum", x="layer l", y="E‖x‖² / d", lines=lines,
+                      styles=styles, colors=colors, ylog=True,
+                      note="Lemma 2: 1.5 (post-LN),\nbetween the dashed bounds (pre-LN)")]
 
-    controls = [
-        control(W.Dropdown, "placement", "placement", options=["both", "post", "pre"], value="both"),
-        control(W.IntSlider, "depth", "layers N", value=P.deep, min=2, max=24, step=1),
-        control(W.Dropdown, "param", "weight", value="ffn.f.fc2.weight",
-                options=["ffn.f.fc2.weight", "ffn.f.fc1.weight", "self_attn.f.v_proj.weight",
-                         "self_attn.f.out_proj.weight", "self_attn.f.q_proj.weight"]),
-    ]
-    return _panel(controls, run, button="Measure")
+    return Explorer({"placement": ["both", "post", "pre"], "depth": depths, "param": list(params)}, compute,
+                    default={"placement": "both", "depth": P.deep if P.deep in depths else depths[-1]},
+                    labels={"depth": "layers N", "param": "weight"},
+                    title="Gradients at initialisation (LN-3 … LN-5)", P=P)
 
 
 # ============================================================== amplification / Admin explorers
 
 
-def amplification_explorer(P=None):
-    """GV-1, AM-1, AM-2, AD-1 on a button: a fresh model at initialisation.
-
-    Choose the placement (Post-LN, Pre-LN or Admin) and the depth N. Left: the layer
-    dependency β_{i,j} of an N-layer encoder (``probes.layer_dependency``; column 0 is
-    the embedding). Middle: the output change ‖F(W) − F(W + δ)‖² under random noise
-    (δ = 1e-2 × each matrix's std) for encoders of 1 … N layers, all three placements,
-    the chosen one bold, with Theorem 2's shape (N or ln N) fitted to it. Right: the
-    relative gradient norm of every sub-layer output of an N-layer encoder–decoder."""
-    import numpy as np
-
+def amplification_explorer(P=None, depths=None, default: dict | None = None):
+    """GV-1, AM-1, AM-2, AD-1: a fresh model at initialisation, per placement (post, pre,
+    admin) and depth N. Top left: the layer dependency β_{i,j} of an N-layer encoder
+    (``probes.layer_dependency``; column 0 is the embedding). Top right: the output
+    change ‖F(W) − F(W + δ)‖² under random noise (δ = 1e-2 × each matrix's std; mean
+    over ``P.seeds`` models, the change is heavy-tailed) for encoders of 1 … N layers,
+    all three placements, the chosen one bold, with Theorem 2's shape (N or ln N)
+    fitted to it. Bottom: the relative gradient norm of every
+    sub-layer output of an N+N encoder–decoder. ``default``: the state shown first
+    ({"placement": ..., "depth": ...}); ``depths``: default ``P.depths``."""
     from . import probes, theory
     from .data import synthetic
-    from .plot import color, figure, heatmap
 
     P = _ln_profile(P)
+    depths = list(depths or P.depths)
     task = synthetic("reverse", length=P.seq_len)
     batch = task.batch(0, P.batch_size)
+    oc_depths = sorted({1, *depths})
+    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
+                                       batch_size=P.batch_size, **P.model_kwargs())
 
-    def run(placement, depth):
-        fig, (a, b, c) = figure(P, ncols=3, width=13.5, height=3.6)
+    def compute(placement, depth):
         m = probes.build_scheme(placement, task, depth, batch=batch, **P.model_kwargs())
         beta = probes.layer_dependency(m, batch)["encoder"]["beta"]
-        heatmap(a, beta, title=f"β of a {depth}-layer {placement} encoder", xlabel="branch j (0: embedding)",
-                ylabel="sub-layer output i", vmin=0, vmax=1)
-        depths = sorted({1, max(1, depth // 4), max(1, depth // 2), depth})
-        sweep = probes.output_change_sweep(task, depths, ("post", "pre", "admin"), seeds=1,
-                                           batch_size=P.batch_size, **P.model_kwargs())
-        N = np.array(depths, dtype=float)
-        for sch in ("post", "pre", "admin"):
-            y = sweep[sch].mean(1)
-            b.plot(N, y, "o-", color=color(sch), lw=2.5 if sch == placement else 1, ms=4,
-                   alpha=1 if sch == placement else 0.45, label=f"{sch}-LN" if sch != "admin" else "Admin")
-        y = sweep[placement].mean(1)
-        x = N if placement == "post" else np.log(N)
-        if len(depths) >= 3:
+        upto = np.array([n for n in oc_depths if n <= depth])
+        lines = {SCHEME_LABELS[s]: (upto, sweep[s].mean(1)[: len(upto)]) for s in ("post", "pre", "admin")}
+        styles = {SCHEME_LABELS[s]: ("bold" if s == placement else "faint") for s in ("post", "pre", "admin")}
+        note = ""
+        if len(upto) >= 3:
+            y = sweep[placement].mean(1)[: len(upto)]
+            x = upto if placement == "post" else np.log(upto)
             k, c0, r2 = theory.fit_linear(x, y)
-            grid = np.linspace(1, depth, 100)
+            grid = np.arange(1, depth + 1)  # integer depths: the axis keeps integer ticks
             form = "N" if placement == "post" else "ln N"
-            b.plot(grid, k * (grid if placement == "post" else np.log(grid)) + c0, "--", color="#444444", lw=1,
-                   label=f"fit against {form}: R² = {r2:.2f}")
-        b.set_xlabel("layers N")
-        b.set_ylabel("‖ΔF‖² per token (random δ)")
-        b.legend(fontsize=7)
+            lines[f"fit against {form}"] = (grid, k * (grid if placement == "post" else np.log(grid)) + c0)
+            styles[f"fit against {form}"] = "dashed"
+            note = f"{SCHEME_LABELS[placement]} against {form}: R² = {r2:.2f}"
         ed = probes.build_scheme(placement, task, depth, batch=batch, n_dec=depth, **P.model_kwargs())
         g = probes.sublayer_grad_norms(ed, batch)
-        for stack, mk in (("encoder", "o"), ("decoder", "s")):
-            r = g[stack]
-            c.semilogy(np.arange(1, len(r["relative"]) + 1), r["relative"], mk + "-", ms=3,
-                       color=color(placement), alpha=1 if stack == "decoder" else 0.5, label=stack)
-        c.set_xlabel("sub-layer i (bottom → top)")
-        c.set_ylabel("relative ‖∂loss/∂x_i‖")
-        c.set_title(f"{depth}+{depth}-layer encoder–decoder", fontsize=9)
-        c.legend(fontsize=7)
+        dec = g["decoder"]["relative"]
+        return [
+            Panel(title=f"β of a {depth}-layer {placement} encoder", x="branch j (0: embedding)",
+                  y="sub-layer output i", heatmap=beta, vmin=0, vmax=1,
+                  note=f"β_ii² at the top: {np.diag(beta)[-1] ** 2:.3f}"),
+            Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² per token", lines=lines,
+                  styles=styles, colors={"fit against N": "#444444", "fit against ln N": "#444444"}, note=note),
+            Panel(title="gradient at init, N+N encoder–decoder", x="sub-layer i (bottom → top)",
+                  y="relative ‖∂L/∂x_i‖", ylog=True,
+                  lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
+                         for stack in ("encoder", "decoder")},
+                  colors={"encoder": "#7f7f7f", "decoder": "#000000"}, styles={"decoder": "bold"},
+                  note=f"decoder bottom/top: {dec[0] / dec[-1]:.2g}"),
+        ]
 
-    controls = [
-        control(W.Dropdown, "placement", "placement", options=["post", "pre", "admin"], value="post"),
-        control(W.IntSlider, "depth", "layers N", value=6, min=2, max=24, step=1),
-    ]
-    return _panel(controls, run, button="Measure")
+    return Explorer({"placement": ["post", "pre", "admin"], "depth": depths}, compute,
+                    default={"placement": "post", "depth": 6 if 6 in depths else depths[len(depths) // 2],
+                             **(default or {})},
+                    labels={"depth": "layers N"},
+                    title="β, output change and gradients at initialisation (GV-1, AM-1, AM-2, AD-1)", P=P)
