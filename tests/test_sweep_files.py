@@ -154,7 +154,7 @@ def test_jobs_run_in_processes_with_the_same_numbers(tmp_path):
 
 
 def test_the_quick_experiments_run_end_to_end(tmp_path):
-    for name, n in (("warmup", 10), ("depth", 10)):
+    for name, n in (("warmup", 6), ("depth", 10)):
         recs = sweep.run_experiment(ROOT / "experiments" / name, "quick", tmp_path, progress=False)
         assert len(recs) == n and all(r.status in ("ok", "stuck", "diverged") for r in recs)
         assert len(results.load(name, "quick", tmp_path)) == n
@@ -165,7 +165,7 @@ def test_the_quick_experiments_run_end_to_end(tmp_path):
     assert sweep.summary(recs)  # the in-process helpers read file records too
 
 
-@pytest.mark.parametrize("name", ["warmup", "depth", "stability-map", "admin-profiling"])
+@pytest.mark.parametrize("name", ["warmup", "warmup-fixes", "depth", "stability-map", "admin-profiling"])
 def test_every_experiment_file_is_valid_in_every_profile(name):
     exp = Experiment.load(ROOT / "experiments" / name)  # checks every profile's runs
     sizes = {p: len(exp.runs(p)) for p in ("quick", "book", "full")}
