@@ -157,3 +157,26 @@ def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
         profile = (profile or get_profile(check_task=False)).name
     files = files_for(results_dir or default_dir(), experiment, profile)
     return read(files) if files else []
+
+
+def load_or_run(experiment: str, profile, run_missing: bool | None = None, results_dir=None) -> list[Record]:
+    """The recorded runs of ``experiment`` in ``profile`` (a name or a Profile); where there
+    are none and ``run_missing`` (default: on a CPU profile, never for ``full``), run the
+    experiment file now, one run at a time, and return what it recorded. ``full`` results
+    come from a GPU (``python -m tfx.sweep experiments/NAME --profile full``): a chapter
+    shows a note where they are missing, never a substitute."""
+    name = profile if isinstance(profile, str) else profile.name
+    recs = load(experiment, name, results_dir)
+    if recs or not (run_missing if run_missing is not None else name != "full"):
+        return recs
+    from .sweep import run_experiment
+
+    root = Path(__file__).resolve().parents[1] / "experiments"
+    return run_experiment(root / experiment, name, results_dir, jobs=1, progress=False)
+
+
+def provenance(records) -> str:
+    """'device cpu · code 1a2b3c4d5e6f · 2026-11-23' for a set of records (every distinct value)."""
+    join = lambda xs: ", ".join(sorted({str(x) for x in xs if x})) or "?"  # noqa: E731
+    return (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)} · "
+            f"{join(r.finished_at[:10] for r in records)}")

@@ -194,6 +194,15 @@ def steps_to_loss(history: History, level: float, smooth: int = 5):
     return None
 
 
+def first_step_below(steps, values, level):
+    """The first of ``steps`` whose value is ≤ ``level`` (None if none is): e.g. a run's
+    ``history.eval_step`` and ``history.eval_loss``, for the steps to a target validation loss."""
+    for s, v in zip(steps, values):
+        if math.isfinite(v) and v <= level:
+            return s
+    return None
+
+
 # ---------------------------------------------------------------------- sweeps from experiment files
 def run_key(experiment: str, profile: str, task: str, run, version: str | None = None) -> str:
     """A run's identity as a hash: experiment, profile, task, label, model fields, TrainConfig
