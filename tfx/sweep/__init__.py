@@ -96,17 +96,23 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
 
 def _bleu(hist) -> float | None:
     """The run's BLEU where its History measured one (``bleu``, else the last ``eval_bleu``)."""
-    if getattr(hist, "bleu", None) is not None:
-        return hist.bleu
-    scores = [b for b in getattr(hist, "eval_bleu", None) or [] if b is not None]
+    bleu = getattr(hist, "bleu", None)
+    if isinstance(bleu, (int, float)):
+        return float(bleu)
+    # tfx.train keeps one BLEU per evaluation in ``bleu`` (older Histories: ``eval_bleu``)
+    scores = [b for b in (bleu if isinstance(bleu, list) else getattr(hist, "eval_bleu", None)) or []
+              if b is not None]
     return scores[-1] if scores else None
+
+
+_TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def _amp_dtype(hist, tc) -> str:
     """The History's own record of the autocast dtype when it keeps one; else what
     ``tfx.train`` picks: bf16 (or fp16) autocast on CUDA unless ``amp=False``, fp32 elsewhere."""
-    if getattr(hist, "amp_dtype", None) is not None:
-        return str(hist.amp_dtype)
+    if getattr(hist, "amp_dtype", None):  # tfx.train writes 'bf16' / 'fp16' / 'fp32'
+        return _TORCH_DTYPE_NAMES.get(str(hist.amp_dtype), str(hist.amp_dtype))
     if not str(hist.device).startswith("cuda") or tc.amp is False:
         return "float32"
     import torch
