@@ -156,6 +156,13 @@ TRAIN_SPEC = {
     "stuck_fraction": numbers(0, 1, low_open=True),
     "progress": booleans(),
     "record_updates": booleans(),
+    "compile": booleans(),
+    "amp_dtype": optional(choices(["bf16", "fp16", "fp32"])),
+    "max_tokens": optional(integers(1)),
+    "bleu_sentences": integers(0),
+    "min_bleu": numbers(0),
+    "diagnose": booleans(),
+    "watch_every": integers(0),
 }
 # other fields a good value needs (the cross-field rules); default: none
 COMPANIONS = {

@@ -201,7 +201,7 @@ def test_iwslt_parser_flat_columns_and_errors(tmp_path):
 
 def test_iwslt_missing_extra_is_explained(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ImportError, match=r"tfx\[full\]"):
+    with pytest.raises(ImportError, match=r"tfx-book\[full\]"):
         parse_iwslt_parquet(FIXTURE)
 
 
