@@ -203,7 +203,7 @@ def table(records, rows: str, cols: str, fmt: str = "{:.2f}") -> str:
     row_names, col_names = order(rows), order(cols)
     lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]
     for rn in row_names:
-        cells = [" / ".join(_cell(r, fmt) for r in select(records, **{rows: rn, cols: cn})) or "—"
-                 for cn in col_names]
+        cells = [" / ".join(_cell(r, fmt) for r in select(records, **{rows: rn})
+                            if r.point.get(cols) == cn) or "—" for cn in col_names]
         lines.append(f"| {rn} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
