@@ -5,12 +5,16 @@ These run in the quick profile's sizes; the chapters show the same measurements
 at book scale."""
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 import tfx
-from tfx import probes, theory
+from tfx import adam, probes, results, theory
+from tfx.experiment import Experiment
 
 
 # ============================================================== LN-1 … LN-5
@@ -479,3 +483,93 @@ def test_DN_1_output_change_stays_small_with_depth():
     rnd = {s: [rel(s, n, "random") for n in (4, 16)] for s in ("xavier", "deepnorm")}
     assert rnd["deepnorm"][1] <= 1.5 * rnd["deepnorm"][0]
     assert rnd["xavier"][1] >= 2 * rnd["xavier"][0]
+
+# ============================================================== WU-1 … WU-3, AD-3 (training)
+# These read the recorded CPU sweeps of the book profile (results/NAME.book.jsonl, made by
+# `python -m tfx.sweep experiments/NAME --profile book`; chapters 11 and 12 read the same
+# files), or train a few quick-profile steps live (WU-3). Each compares several seeds.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _book(name: str):
+    recs = results.load(name, "book", ROOT / "results")
+    assert recs, f"results/{name}.book.jsonl is missing: run python -m tfx.sweep experiments/{name} --profile book"
+    exp = Experiment.load(ROOT / "experiments" / name)
+    axes = {axis: [v for v, _ in variants] for axis, variants in exp.grid("book").items()}
+    return recs, axes
+
+
+def _final(r) -> float:
+    return r.final_loss if r.status != "diverged" and math.isfinite(r.final_loss) else math.inf
+
+
+def test_WU_1_post_ln_without_warmup_ends_worse_over_seeds():
+    """Xiong et al. §3.2: Post-LN with Adam at the higher learning rate ends far worse without
+    warmup than with the longest warmup, in every seed."""
+    recs, axes = _book("warmup")
+    hi, none, longest = axes["optimizer"][1], axes["train.warmup"][0], axes["train.warmup"][-1]
+    f_none = [_final(r) for r in results.select(recs, optimizer=hi, **{"train.warmup": none})]
+    f_long = [_final(r) for r in results.select(recs, optimizer=hi, **{"train.warmup": longest})]
+    assert len(f_none) >= 2 and len(f_none) == len(f_long)
+    assert min(f_none) > max(f_long)
+    assert np.mean(f_none) > 2 * np.mean(f_long)
+
+
+def test_WU_2_pre_ln_without_warmup_reaches_post_ln_warmup_loss_sooner():
+    """Xiong et al. §4: Pre-LN without warmup reaches the validation loss every Post-LN-with-
+    warmup run reaches by its end (the highest of their final values) in fewer steps, in every
+    seed, at the same learning rate."""
+    recs, axes = _book("warmup")
+    fixes, _ = _book("warmup-fixes")
+    hi, longest = axes["optimizer"][1], axes["train.warmup"][-1]
+    post = results.select(recs, optimizer=hi, **{"train.warmup": longest})
+    pre = results.select(fixes, fix="Pre-LN, Adam")
+    assert pre[0].train_config.lr == post[0].train_config.lr and len(pre) >= 2
+    target = float(max(r.history.eval_loss[-1] for r in post))
+    reach = lambda rs: [tfx.sweep.first_step_below(r.history.eval_step, r.history.eval_loss, target) for r in rs]  # noqa: E731
+    s_pre, s_post = reach(pre), reach(post)
+    assert None not in s_pre and None not in s_post
+    assert max(s_pre) < min(s_post)
+
+
+def test_WU_3_update_and_gradient_magnitudes_fall_further_without_warmup():
+    """Huang et al. (T-Fixup): over Post-LN's first steps with Adam, the median update and
+    gradient magnitudes fall further without warmup than with it, in each of two seeds
+    (quick-profile sizes of experiments/warmup.toml, trained live)."""
+    exp = Experiment.load(ROOT / "experiments" / "warmup")
+    task = tfx.synthetic("reverse", length=tfx.get_profile("quick").seq_len)
+    runs = {r.point["train.warmup"]: r for r in exp.runs("quick")
+            if r.point["optimizer"] == "Adam, lr 1e-3" and r.seed == 0}
+    none, warm = sorted(runs, key=lambda w: runs[w].train.warmup)
+    for seed in (0, 1):
+        fall = {}
+        for w in (none, warm):
+            run = runs[w]
+            model = tfx.model.build_model(tfx.ModelConfig.for_task(task, **run.model), seed=seed)
+            fs = adam.first_steps(model, task, run.train.replace(seed=seed), steps=30, every=3)
+            fall[w] = (fs.grad_median[0] / fs.grad_median[-1], fs.update_median[0] / fs.update_median[-1])
+        assert fall[none][1] > 3 * fall[warm][1]  # updates: step 1 is lr·sign(g) without warmup
+        assert fall[none][0] > fall[warm][0]  # gradients
+
+
+def test_AD_3_deep_post_ln_fails_with_warmup_where_pre_ln_and_admin_train():
+    """Liu et al. Table 2: with warmup, Post-LN learns at the shallow depth but not at the
+    deepest, where Pre-LN and Admin (both ways) learn in every seed (learned: final training
+    loss below half the chance loss). Fig. 10: without warmup, Pre-LN fails in fewer cells of
+    the learning rate × β2 map than Post-LN."""
+    recs, axes = _book("depth")
+    shallow, deepest = axes["depth"][0], axes["depth"][-1]
+    chance = recs[0].history.chance_loss
+    learned = lambda a, d: [_final(r) < chance / 2 for r in results.select(recs, architecture=a, depth=d)]  # noqa: E731
+    assert all(r.train_config.warmup > 0 for r in recs)
+    assert len(learned("Post-LN", deepest)) >= 2
+    assert all(learned("Post-LN", shallow)) and not any(learned("Post-LN", deepest))
+    for arch in ("Pre-LN", "Admin", "Admin (profiling-free)"):
+        assert all(learned(arch, deepest)), arch
+    # the stability map (without warmup, lr × β2): Pre-LN stuck or diverged in fewer cells than Post-LN
+    smap, sax = _book("stability-map")
+    failed = {a: sum(any(r.status in ("stuck", "diverged") for r in results.select(
+        smap, architecture=a, beta2=b, **{"train.lr": lr})) for b in sax["beta2"] for lr in sax["train.lr"])
+        for a in ("Post-LN", "Pre-LN")}
+    assert len(results.select(smap, architecture="Pre-LN")) >= 2 * len(sax["beta2"]) * len(sax["train.lr"])
+    assert failed["Pre-LN"] < failed["Post-LN"]

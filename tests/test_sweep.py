@@ -36,7 +36,7 @@ def test_grid_order_and_fields(records):
         d = r.to_dict()
         assert {"label", "config", "train_config", "seed", "code_version", "device", "amp_dtype",
                 "wall_time", "status", "reason", "history", "bleu", "task"} <= set(d)
-        assert d["amp_dtype"] == "fp32" and d["task"] == "reverse-v8-l4" and d["bleu"] is None
+        assert d["amp_dtype"] == "float32" and d["task"] == "reverse-v8-l4" and d["bleu"] is None
         back = sweep.Record.from_dict(json.loads(json.dumps(d))).to_dict()
         assert json.dumps(back) == json.dumps(d)  # a record survives its JSON line
 

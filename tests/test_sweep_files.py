@@ -111,7 +111,7 @@ def test_rerun_skips_recorded_runs_and_records_hold_everything(tmp_path):
               "wall_time", "status", "reason", "history", "bleu", "task", "point", "experiment", "key"):
         assert k in d, k
     assert d["experiment"] == "tiny" and d["profile"] == "quick" and d["task"].startswith("reverse")
-    assert d["point"] == {"lr": "a"} and d["amp_dtype"] == "fp32" and d["device"] == "cpu"
+    assert d["point"] == {"lr": "a"} and d["amp_dtype"] == "float32" and d["device"] == "cpu"
     assert d["train_config"]["checkpoint_path"] is None  # bookkeeping is not part of what ran
     assert d["history"]["steps_done"] == 5 and d["status"] in ("ok", "stuck", "diverged")
 
@@ -154,7 +154,7 @@ def test_jobs_run_in_processes_with_the_same_numbers(tmp_path):
 
 
 def test_the_quick_experiments_run_end_to_end(tmp_path):
-    for name, n in (("warmup", 12), ("depth", 8)):
+    for name, n in (("warmup", 6), ("depth", 10)):
         recs = sweep.run_experiment(ROOT / "experiments" / name, "quick", tmp_path, progress=False)
         assert len(recs) == n and all(r.status in ("ok", "stuck", "diverged") for r in recs)
         assert len(results.load(name, "quick", tmp_path)) == n
@@ -165,7 +165,7 @@ def test_the_quick_experiments_run_end_to_end(tmp_path):
     assert sweep.summary(recs)  # the in-process helpers read file records too
 
 
-@pytest.mark.parametrize("name", ["warmup", "depth", "stability-map", "admin-profiling"])
+@pytest.mark.parametrize("name", ["warmup", "warmup-fixes", "depth", "stability-map", "admin-profiling"])
 def test_every_experiment_file_is_valid_in_every_profile(name):
     exp = Experiment.load(ROOT / "experiments" / name)  # checks every profile's runs
     sizes = {p: len(exp.runs(p)) for p in ("quick", "book", "full")}

@@ -157,3 +157,53 @@ def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
         profile = (profile or get_profile(check_task=False)).name
     files = files_for(results_dir or default_dir(), experiment, profile)
     return read(files) if files else []
+
+
+def load_or_run(experiment: str, profile, run_missing: bool | None = None, results_dir=None) -> list[Record]:
+    """The recorded runs of ``experiment`` in ``profile`` (a name or a Profile); where there
+    are none and ``run_missing`` (default: on a CPU profile, never for ``full``), run the
+    experiment file now, one run at a time, and return what it recorded. ``full`` results
+    come from a GPU (``python -m tfx.sweep experiments/NAME --profile full``): a chapter
+    shows a note where they are missing, never a substitute."""
+    name = profile if isinstance(profile, str) else profile.name
+    recs = load(experiment, name, results_dir)
+    if recs or not (run_missing if run_missing is not None else name != "full"):
+        return recs
+    from .sweep import run_experiment
+
+    root = Path(__file__).resolve().parents[1] / "experiments"
+    return run_experiment(root / experiment, name, results_dir, jobs=1, progress=False)
+
+
+def provenance(records) -> str:
+    """'device cpu · code 1a2b3c4d5e6f · 2026-11-23' for a set of records (every distinct value)."""
+    join = lambda xs: ", ".join(sorted({str(x) for x in xs if x})) or "?"  # noqa: E731
+    return (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)} · "
+            f"{join(r.finished_at[:10] for r in records)}")
+
+
+def select(records, **point) -> list[Record]:
+    """The records whose grid point has every given ``axis=variant`` (axes with a dot, like
+    ``train.warmup``, through ``**{"train.warmup": "warmup=0"}``), in seed order."""
+    out = [r for r in records if all(r.point.get(k) == v for k, v in point.items())]
+    return sorted(out, key=lambda r: r.seed)
+
+
+def _cell(r: Record, fmt: str) -> str:
+    if r.status == "diverged":
+        return f"diverged (step {r.history.diverged_step or '?'})"
+    return fmt.format(r.final_loss) + (" (stuck)" if r.status == "stuck" else "")
+
+
+def table(records, rows: str, cols: str, fmt: str = "{:.2f}") -> str:
+    """A Markdown table of final training losses: one row per variant of axis ``rows``, one
+    column per variant of axis ``cols`` (in the order the records first show them); each cell
+    lists every seed's value, 'diverged (step s)' for a diverged run, '(stuck)' after a stuck one."""
+    order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
+    row_names, col_names = order(rows), order(cols)
+    lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]
+    for rn in row_names:
+        cells = [" / ".join(_cell(r, fmt) for r in select(records, **{rows: rn})
+                            if r.point.get(cols) == cn) or "—" for cn in col_names]
+        lines.append(f"| {rn} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -90,20 +90,34 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
                   device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
-                  amp_dtype=_amp_dtype(hist), bleu=_bleu(hist),
+                  amp_dtype=_amp_dtype(hist, tc), bleu=_bleu(hist),
                   finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def _bleu(hist) -> float | None:
-    """The run's last BLEU where its History measured one (``History.bleu``: one score per evaluation)."""
-    scores = getattr(hist, "bleu", None) or []
-    scores = [b for b in ([scores] if isinstance(scores, (int, float)) else scores) if b is not None]
-    return float(scores[-1]) if scores else None
+    """The run's BLEU where its History measured one (``bleu``, else the last ``eval_bleu``)."""
+    bleu = getattr(hist, "bleu", None)
+    if isinstance(bleu, (int, float)):
+        return float(bleu)
+    # tfx.train keeps one BLEU per evaluation in ``bleu`` (older Histories: ``eval_bleu``)
+    scores = [b for b in (bleu if isinstance(bleu, list) else getattr(hist, "eval_bleu", None)) or []
+              if b is not None]
+    return scores[-1] if scores else None
 
 
-def _amp_dtype(hist) -> str:
-    """The precision the run's forward pass used, as its History records it ('bf16', 'fp16', 'fp32')."""
-    return str(hist.amp_dtype)
+_TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _amp_dtype(hist, tc) -> str:
+    """The History's own record of the autocast dtype when it keeps one; else what
+    ``tfx.train`` picks: bf16 (or fp16) autocast on CUDA unless ``amp=False``, fp32 elsewhere."""
+    if getattr(hist, "amp_dtype", None):  # tfx.train writes 'bf16' / 'fp16' / 'fp32'
+        return _TORCH_DTYPE_NAMES.get(str(hist.amp_dtype), str(hist.amp_dtype))
+    if not str(hist.device).startswith("cuda") or tc.amp is False:
+        return "float32"
+    import torch
+
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
 
 
 def run_grid(configs: dict, task, train_cfg: TrainConfig, seeds=1, progress: bool = False) -> list[Record]:
@@ -183,6 +197,15 @@ def steps_to_loss(history: History, level: float, smooth: int = 5):
         window = loss[i - smooth + 1:i + 1]
         if all(math.isfinite(v) for v in window) and sum(window) / smooth < level:
             return history.step[i]
+    return None
+
+
+def first_step_below(steps, values, level):
+    """The first of ``steps`` whose value is ≤ ``level`` (None if none is): e.g. a run's
+    ``history.eval_step`` and ``history.eval_loss``, for the steps to a target validation loss."""
+    for s, v in zip(steps, values):
+        if math.isfinite(v) and v <= level:
+            return s
     return None
 
 
