@@ -305,7 +305,8 @@ def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, r
                     default={"scheme": "deepnorm" if "deepnorm" in schemes else schemes[0], "depth": depths[-1],
                              **(default or {})},
                     labels={"scheme": "initialiser", "depth": "layers N"},
-                    title="Initialisers at init: β, gradients, output change", P=P)
+                    title="Initialisers at init: β, gradients, output change", P=P,
+                    panel_width=215)  # three legends of scheme names: narrower panels keep the row in the column
 
 
 __all__ = ["SCHEMES", "INITIALISERS", "LABELS", "scheme_config", "build", "identity_gap",
