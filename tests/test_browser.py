@@ -327,17 +327,11 @@ def _readability_problems(p) -> list[str]:
     return problems
 
 
-def _shot_name(page: str) -> str:
-    return page.replace("/", "__").removesuffix(".html") + ".png"
-
-
-@pytest.mark.parametrize("page", _page_params())
-def test_page_renders(page, server, browser):
-    if page is None:
-        _unavailable(_NO_BUILD)
+def offline_page(browser, server):
+    """A new page at 1280 × 900 that may reach only ``server``: any other request is blocked
+    and recorded, as are console errors and uncaught exceptions. Returns (context, page, problems)."""
     host = urlsplit(server).netloc
     problems: list[str] = []
-
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
 
     def route(r):
@@ -352,6 +346,19 @@ def test_page_renders(page, server, browser):
     p = context.new_page()
     p.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
     p.on("pageerror", lambda e: problems.append(f"uncaught exception: {e}"))
+    return context, p, problems
+
+
+def _shot_name(page: str) -> str:
+    return page.replace("/", "__").removesuffix(".html") + ".png"
+
+
+@pytest.mark.parametrize("page", _page_params())
+def test_page_renders(page, server, browser):
+    if page is None:
+        _unavailable(_NO_BUILD)
+    host = urlsplit(server).netloc
+    context, p, problems = offline_page(browser, server)
     p.on(
         "response",
         lambda r: r.status >= 400

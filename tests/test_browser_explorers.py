@@ -26,11 +26,10 @@ locally when missing, a failure in CI).
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 import pytest
 
-from test_browser import HTML, PAGES, SHOTS, _unavailable, browser, server  # noqa: F401  (fixtures)
+from test_browser import HTML, PAGES, SHOTS, _unavailable, browser, offline_page, server  # noqa: F401  (fixtures)
 from tfx.explorer import MIN_FONT_PX
 
 EXPLORER_PAGES = [p for p in PAGES if 'class="tfx-explorer"' in (HTML / p).read_text(encoding="utf-8", errors="replace")]
@@ -122,22 +121,7 @@ def _safe(s: str) -> str:
 def test_explorers_respond(page, server, browser):  # noqa: F811
     if page is None:
         _unavailable("no page of _build/html holds an explorer (div.tfx-explorer): build the book first")
-    host = urlsplit(server).netloc
-    problems: list[str] = []
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-
-    def route(r):
-        parts = urlsplit(r.request.url)
-        if parts.scheme in {"http", "https"} and parts.netloc != host:
-            problems.append(f"request to an external host (blocked): {r.request.url}")
-            r.abort()
-        else:
-            r.continue_()
-
-    context.route("**/*", route)
-    p = context.new_page()
-    p.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
-    p.on("pageerror", lambda e: problems.append(f"uncaught exception: {e}"))
+    context, p, problems = offline_page(browser, server)
     OUT.mkdir(parents=True, exist_ok=True)
     stem = _safe(page.removesuffix(".html"))
     try:
