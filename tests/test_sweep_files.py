@@ -154,7 +154,7 @@ def test_jobs_run_in_processes_with_the_same_numbers(tmp_path):
 
 
 def test_the_quick_experiments_run_end_to_end(tmp_path):
-    for name, n in (("warmup", 6), ("depth", 10)):
+    for name, n in (("warmup", 6), ("depth", 14)):
         recs = sweep.run_experiment(ROOT / "experiments" / name, "quick", tmp_path, progress=False)
         assert len(recs) == n and all(r.status in ("ok", "stuck", "diverged") for r in recs)
         assert len(results.load(name, "quick", tmp_path)) == n
