@@ -33,7 +33,7 @@ REFERENCE_COLOR = "#444444"
 CURVES = {
     "loss": ("training loss", "step", "loss", "loss (nats/token)", True),
     "eval_loss": ("validation loss, at each evaluation", "eval_step", "eval_loss", "loss (nats/token)", True),
-    "update_norm": ("update size per step", "step", "update_norm", "‖θ_t − θ_{t−1}‖", True),
+    "update_norm": ("update size per step", "step", "update_norm", "‖Δθ‖ of the step", True),
     "grad_norm": ("gradient norm (before clipping)", "step", "grad_norm", "‖∂L/∂θ‖", True),
 }
 MAX_POINTS = 400  # a longer history is thinned to every k-th logged point (the page stays small)
@@ -102,6 +102,23 @@ def _seed_note(recs, curve: str, learned_below) -> str:
     return "\n".join(lines)
 
 
+def _stamp(records, profile: str) -> str:
+    """What is stamped under the figure: the records' profile, device, code and date."""
+    return f"records: profile {profile} · {results.provenance(records)}"
+
+
+def _failures(recs, axis: str) -> str:
+    """'stuck or diverged: k of n runs', then per variant of ``axis`` with a failed run,
+    e.g. 'lr=0.01: 2 stuck' ('every run ok' when none failed)."""
+    failed: dict = {}
+    for r in recs:
+        if r.status != "ok":
+            failed.setdefault(r.point.get(axis), []).append(r.status)
+    per_variant = [f"{v}: " + ", ".join(f"{st.count(s)} {s}" for s in dict.fromkeys(st)) for v, st in failed.items()]
+    count = sum(map(len, failed.values()))
+    return "\n".join([f"stuck or diverged: {count} of {len(recs)} runs", *(per_variant or ["every run ok"])])
+
+
 def cell_panels(recs, curves, learned_below_fraction: float | None = None, where: str = "") -> list[Panel]:
     """The panels of one grid cell: for each of ``curves`` (names in ``CURVES``), every
     seed's recorded curve; the loss panels mark the chance loss, and the training-loss
@@ -123,7 +140,7 @@ def cell_panels(recs, curves, learned_below_fraction: float | None = None, where
         if curve in ("loss", "eval_loss") and math.isfinite(chance):
             lines["chance"], styles["chance"], colors["chance"] = ([1, last], [chance] * 2), "dashed", REFERENCE_COLOR
         if curve == "loss" and learned_below is not None:
-            label = f"learned below ({learned_below_fraction:g} × chance)"
+            label = f"{learned_below_fraction:g} × chance (learned below)"
             lines[label], styles[label], colors[label] = ([1, last], [learned_below] * 2), "faint", REFERENCE_COLOR
         panels.append(Panel(title=title, x="step", y=ylabel, lines=lines, styles=styles, colors=colors, ylog=ylog,
                             note=_seed_note(recs, curve, learned_below)))
@@ -149,8 +166,7 @@ def grid_explorer(records, axes: dict, curves=("loss", "eval_loss"), *, default:
         where = ", ".join(f"{labels.get(a, a) if labels else a} = {v}" for a, v in cell.items())
         return cell_panels(recs, curves, learned_below_fraction, where=f"{where} ({profile} profile)")
 
-    stamp = f"records: profile {profile} · {results.provenance(records)}"
-    return Explorer(axes, compute, default=default, labels=labels, title=title, P=stamp)
+    return Explorer(axes, compute, default=default, labels=labels, title=title, P=_stamp(records, profile))
 
 
 # ============================================================== the chapters' explorers
@@ -198,31 +214,26 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
         where = f"{architecture}, {beta2}, {lr_name} ({profile} profile)"
         curves = cell_panels(chosen, ("loss",), where=where)[0]
         curves.title = f"training loss at {lr_name}"
-        points, colors, failed = {}, {}, []
+        points, colors = {}, {}
         for r in sorted(row, key=lambda r: (r.seed, r.train_config.lr)):
             label = f"seed {r.seed}"
             colors[label] = SEED_COLORS[r.seed % len(SEED_COLORS)]
             xs, ys = points.setdefault(label, ([], []))
-            if r.status == "diverged":
-                failed.append(f"{r.point.get('train.lr')}, seed {r.seed}: diverged")
-                continue
-            xs.append(r.train_config.lr)
-            ys.append(r.final_loss)
-            if r.status == "stuck":
-                failed.append(f"{r.point.get('train.lr')}, seed {r.seed}: stuck")
-        lines, styles = {}, {"chance": "dashed", "chosen lr": "faint"}
+            if r.status != "diverged":  # a diverged run has no final loss: the note names it
+                xs.append(r.train_config.lr)
+                ys.append(r.final_loss)
+        lines, styles = {}, {"chance": "dashed"}
         lrs = sorted({r.train_config.lr for r in row})
-        if row and math.isfinite(row[0].history.chance_loss):
+        if row and math.isfinite(row[0].history.chance_loss):  # (wider would widen the log axis by a decade)
             lines["chance"] = ([lrs[0], lrs[-1]], [row[0].history.chance_loss] * 2)
         if chosen:
             lines["chosen lr"] = ([chosen[0].train_config.lr] * 2, span)
-        note = (f"stuck or diverged: {len(failed)} of {len(row)} runs" + "".join(f"\n{f}" for f in failed[:4])
-                + ("\n…" if len(failed) > 4 else "")) if row else f"not recorded yet: {architecture}, {beta2}"
+        note = _failures(row, "train.lr") if row else f"not recorded yet: {architecture}, {beta2}"
         final = Panel(title=f"final loss against lr, {beta2}", x="peak learning rate", y="final loss (nats/token)",
                       xlog=True, points=points, lines=lines, styles=styles,
-                      colors={**colors, "chance": REFERENCE_COLOR, "chosen lr": REFERENCE_COLOR}, note=note)
+                      colors={**colors, "chance": REFERENCE_COLOR, "chosen lr": "#999999"}, note=note)
         return [final, curves]
 
-    stamp = f"records: profile {profile} · {results.provenance(records)}"
-    return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)", P=stamp,
+    return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)",
+                    P=_stamp(records, profile),
                     labels={"train.lr": "learning rate", "beta2": "Adam's β2"})
