@@ -45,6 +45,8 @@ DEFAULTS = {
     "book/06-amplification.html": {"placement": "post"},
     "book/07-admin.html": {"placement": "admin"},
     "book/10-rezero-deepnorm.html": {"initialiser": "deepnorm"},
+    "book/11-warmup-adam.html": {"optimiser": "Adam, lr 3e-3", "warmup (steps)": "warmup=0"},
+    "book/12-depth-with-warmup.html": {"architecture": "Post-LN", "depth": "6 layers"},
 }
 
 
