@@ -10,7 +10,8 @@ measure them, and a trainer that survives divergence.
     model = tfx.build_model(cfg, batch=data.batch(0, 32))
     history = tfx.train(model, data, steps=200, warmup=0)
 """
-from . import bounds, data, init, notebook, plot, probes, profiles, results, scaling, sweep, theory
+from . import (bounds, change, constants, data, dependency, fit, gradients, hidden, hooks, init, jacobian, notebook,
+               plot, profiles, results, scaling, sweep)
 from .config import ModelConfig, TrainConfig
 from .data import Batch, load_task, synthetic
 from .init import initialize, reparameterize_admin
