@@ -33,7 +33,7 @@ def expected_exponent(placement: str) -> float:
     """Predicted exponent k in ``||dL/dW^{2,L}||_F ~ L^k`` (LN-4).
 
     ``"post"`` -> 0.0 and ``"pre"`` -> -0.5. This is what a log-log fit of
-    measured gradient norms against depth (:func:`fit_loglog`) is compared to.
+    measured gradient norms against depth (:func:`tfx.fit.fit_loglog`) is compared to.
     """
     p = _placement(placement)
     if p == "post":
