@@ -1,8 +1,10 @@
-"""tfx.bounds: the T-Fixup left side, σ and w/σ of the v1 residual, σ on an interval."""
+"""tfx.bounds: the T-Fixup left side, σ and w/σ of the v1 residual (derived and measured),
+σ on an interval (the bound, its sympy proof, Monte Carlo)."""
 import math
 
 import numpy as np
 import pytest
+import sympy as sp
 import torch
 
 import tfx
@@ -72,7 +74,7 @@ def test_v1_residual_scales_matches_layernorm():
             r.norm.weight.uniform_(0.5, 1.5)
     batch = TASK.batch(0, 4)
     out = bounds.v1_residual_scales(m, batch)["encoder"]
-    with tfx.probes.record_branches(m) as rec:
+    with tfx.hooks.record_branches(m) as rec:
         m.loss(batch)
     for k, (r, (_, res)) in enumerate(zip(rec["encoder"], m.encoder.residuals())):
         z = (r["x"] + r["f"]).detach()
@@ -126,3 +128,46 @@ def test_monte_carlo_known_stds():
 def test_random_discrete_stds_below_popoviciu():
     s = bounds.random_discrete_stds(500, a=3.0, b=4.5, seed=2)
     assert s.shape == (500,) and s.max() <= 0.5 + 1e-12 and s.max() > 0.4
+
+
+def test_v1_residual_scale():
+    der = bounds.derive_v1_residual_scale()
+    w, sigma = sp.Symbol("w", real=True), sp.Symbol("sigma", positive=True)
+    assert sp.simplify(der.residual_coefficient - w / sigma) == 0
+    assert der.identity_difference == 0
+
+
+def test_std_bound_monte_carlo():
+    rng = np.random.default_rng(0)
+    a, b = -0.3, 0.7
+    n = 200_000
+    samples = {
+        "uniform": rng.uniform(a, b, n),
+        "beta(0.2,0.2)": a + (b - a) * rng.beta(0.2, 0.2, n),
+        "beta(5,2)": a + (b - a) * rng.beta(5, 2, n),
+        "two-point": rng.choice([a, b], n),
+        "clipped normal": np.clip(rng.normal(0.2, 1.0, n), a, b),
+        "truncated exp": a + (b - a) * (rng.exponential(0.1, n) % 1.0),
+    }
+    for name, x in samples.items():
+        assert x.min() >= a and x.max() <= b
+        sd = x.std()
+        assert sd < bounds.std_bound_on_interval(a, b), name
+        assert sd <= bounds.std_bound_on_interval(a, b, tight=True) + 1e-12, name
+    # the tight bound is attained by the two-point distribution (within MC noise)
+    assert samples["two-point"].std() == pytest.approx(bounds.std_bound_on_interval(a, b, tight=True), rel=1e-3)
+    assert bounds.std_bound_on_interval(0, 1) == 1 and bounds.std_bound_on_interval(0, 1, tight=True) == 0.5
+
+
+def test_sympy_std_bound():
+    der = bounds.derive_std_bound_on_interval()
+    assert all(der.checks.values()), der.checks
+    a, b = sp.symbols("a b", real=True)
+    assert sp.simplify(der.tight_var - (b - a) ** 2 / 4) == 0
+    assert sp.simplify(der.worst_mean - (a + b) / 2) == 0
+
+
+def test_tfixup_lhs():
+    assert bounds.tfixup_lhs(1.0, 2.0, 3.0) == 4 + 36 + 9
+    assert torch.isclose(bounds.tfixup_lhs(torch.tensor(0.5), torch.tensor(0.5), torch.tensor(2.0)),
+                         torch.tensor(0.0625 + 1 + 1))

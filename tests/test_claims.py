@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import tfx
-from tfx import adam, probes, results, theory
+from tfx import adam, change, constants, dependency, fit, gradients, hidden, jacobian, results
 from tfx.experiment import Experiment
 
 
@@ -26,8 +26,8 @@ from tfx.experiment import Experiment
 def test_LN_1_jacobian_spectral_norm():
     """J_LN = (√d/s)(I − 11ᵀ/d − ccᵀ/s²) and ‖J_LN‖₂ = √d/s, s² = ‖x−μ‖² + d·eps:
     sympy derivation, autograd vs formula to 1e-5 relative, log-log slope −1."""
-    assert theory.derive_layernorm_jacobian(d=3, with_eps=True).equal
-    assert all(theory.derive_layernorm_jacobian_spectrum(small_d=(3,)).checks.values())
+    assert jacobian.derive_layernorm_jacobian(d=3, with_eps=True).equal
+    assert all(jacobian.derive_layernorm_jacobian_spectrum(small_d=(3,)).checks.values())
     g = torch.Generator().manual_seed(0)
     for d in (4, 32, 256):
         for scale in (0.01, 1.0, 100.0):
@@ -35,15 +35,15 @@ def test_LN_1_jacobian_spectral_norm():
                 x = scale * torch.randn(d, generator=g, dtype=torch.float64) + 0.5
                 J = torch.autograd.functional.jacobian(
                     lambda v: torch.nn.functional.layer_norm(v, (d,), eps=eps), x, vectorize=True)
-                J_formula = theory.layernorm_jacobian(x, eps=eps)
+                J_formula = jacobian.layernorm_jacobian(x, eps=eps)
                 assert float((J - J_formula).norm() / J_formula.norm()) < 1e-5
                 s = float(((x - x.mean()) ** 2).sum() + d * eps) ** 0.5
-                assert probes.ln_jacobian_norm(x, eps=eps) == pytest.approx(d**0.5 / s, rel=1e-5)
+                assert jacobian.ln_jacobian_norm(x, eps=eps) == pytest.approx(d**0.5 / s, rel=1e-5)
     # ‖J‖ against ‖x‖ on a log-log scale: a line of slope −1 (eps = 0)
     u = torch.randn(64, generator=g, dtype=torch.float64)
     norms = np.logspace(-1, 3, 9)
-    js = [probes.ln_jacobian_norm(r * u / u.norm(), eps=0.0) for r in norms]
-    slope, _, r2 = theory.fit_loglog(norms, js)
+    js = [jacobian.ln_jacobian_norm(r * u / u.norm(), eps=0.0) for r in norms]
+    slope, _, r2 = fit.fit_loglog(norms, js)
     assert slope == pytest.approx(-1.0, abs=1e-6) and r2 > 0.999999
 
 
@@ -51,14 +51,14 @@ def test_LN_2_relu_norm_expectation():
     """Lemma 1: E‖ReLU(X)‖² = σ²d/2 for X ~ N(0, σ²I_d): sympy, and Monte Carlo within 1 %."""
     import sympy as sp
 
-    der = theory.derive_relu_norm_sq()
+    der = hidden.derive_relu_norm_sq()
     sigma, d = sp.Symbol("sigma", positive=True), sp.Symbol("d", positive=True, integer=True)
     assert sp.simplify(der.total - sigma**2 * d / 2) == 0
     g = torch.Generator().manual_seed(0)
     for d_, s_ in ((64, 2.0), (512, 0.3)):
         X = s_ * torch.randn(20_000, d_, generator=g, dtype=torch.float64)
         mc = float((torch.relu(X) ** 2).sum(1).mean())
-        assert mc == pytest.approx(theory.relu_norm_sq_expectation(d_, s_), rel=0.01)
+        assert mc == pytest.approx(hidden.relu_norm_sq_expectation(d_, s_), rel=0.01)
         # a wrong formula (σ²d, or the unhalved σ²d/√2) would be off by ≥ 29 %
         assert abs(mc - s_**2 * d_) / (s_**2 * d_) > 0.25
 
@@ -74,18 +74,18 @@ def test_LN_3_hidden_norms_lemma2():
         for placement, out in (("post", post), ("pre", pre)):
             m = tfx.build_model(n_enc=N, n_dec=0, placement=placement, d_model=d, n_heads=1, d_ffn=d,
                                 src_vocab=8, tgt_vocab=8, seed=s)
-            probes.xiong_simplified(m, seed=s)
-            h = probes.hidden_norms(m, probes.gaussian_inputs(32, 12, d, seed=s))
+            hidden.xiong_simplified(m, seed=s)
+            h = hidden.hidden_norms(m, hidden.gaussian_inputs(32, 12, d, seed=s))
             assert h["input"] == pytest.approx(d, rel=0.05)
             out.append(h["ffn_sum"] / d)
     post, pre = np.mean(post, 0), np.mean(pre, 0)
-    rel = post * d / theory.post_ln_hidden_norm_sq(d) - 1
+    rel = post * d / hidden.post_ln_hidden_norm_sq(d) - 1
     assert np.all(np.abs(rel) < 0.1) and abs(rel.mean()) < 0.03, post
-    assert abs(theory.fit_linear(np.arange(1, N + 1), post)[0]) < 0.05  # no growth with depth
+    assert abs(fit.fit_linear(np.arange(1, N + 1), post)[0]) < 0.05  # no growth with depth
     for l in range(1, N + 1):
-        lo, hi = theory.pre_ln_hidden_norm_sq_bounds(l, d)
+        lo, hi = hidden.pre_ln_hidden_norm_sq_bounds(l, d)
         assert 0.95 * lo / d <= pre[l - 1] <= 1.05 * hi / d, (l, pre)
-    slope = theory.fit_linear(np.arange(1, N + 1), pre)[0]
+    slope = fit.fit_linear(np.arange(1, N + 1), pre)[0]
     assert 0.5 <= slope <= 1.5, slope
 
 
@@ -96,11 +96,11 @@ def test_LN_4_last_ffn_gradient_vs_depth():
     task = tfx.synthetic("reverse", length=12)
     depths = (3, 6, 12, 24)
     kw = dict(d_model=64, n_heads=4, d_ffn=256, seeds=4, batch_size=32)
-    last = {pl: np.array([probes.ffn_grad_profiles(task, pl, N, **kw)[:, -1].mean() for N in depths])
+    last = {pl: np.array([gradients.ffn_grad_profiles(task, pl, N, **kw)[:, -1].mean() for N in depths])
             for pl in ("post", "pre")}
-    k_post = theory.fit_loglog(depths, last["post"])[0]
-    k_pre = theory.fit_loglog(depths, last["pre"])[0]
-    assert abs(k_post - theory.expected_exponent("post")) <= 0.25, (k_post, last)
+    k_post = fit.fit_loglog(depths, last["post"])[0]
+    k_pre = fit.fit_loglog(depths, last["pre"])[0]
+    assert abs(k_post - gradients.expected_exponent("post")) <= 0.25, (k_post, last)
     assert k_pre < -0.2, (k_pre, last)
     assert np.all(last["pre"] < last["post"])
 
@@ -113,7 +113,7 @@ def test_LN_5_per_layer_gradient_profile():
     with the layer index exceeds Pre-LN's by ≥ 0.8."""
     task = tfx.synthetic("reverse", length=12)
     kw = dict(d_model=64, n_heads=4, d_ffn=256, seeds=4, batch_size=32)
-    st = {pl: probes.profile_stats(probes.ffn_grad_profiles(task, pl, 12, **kw).mean(0)) for pl in ("post", "pre")}
+    st = {pl: fit.profile_stats(gradients.ffn_grad_profiles(task, pl, 12, **kw).mean(0)) for pl in ("post", "pre")}
     assert st["pre"]["spearman"] <= -0.9 and st["pre"]["last_over_first"] <= 0.6, st
     assert st["post"]["last_over_first"] >= 0.9, st
     assert st["post"]["last_over_first"] >= 2 * st["pre"]["last_over_first"], st
@@ -144,7 +144,7 @@ def test_GV_1_only_post_ln_decoder_gradients_vanish():
     N = 8
 
     def profile(placement):
-        runs = [probes.sublayer_grad_norms(_am_model(N, N, seed=s, placement=placement), batch) for s in (0, 1)]
+        runs = [gradients.sublayer_grad_norms(_am_model(N, N, seed=s, placement=placement), batch) for s in (0, 1)]
         return {k: np.mean([r[k]["relative"] for r in runs], axis=0) for k in ("encoder", "decoder")}, runs
 
     post, runs = profile("post")
@@ -183,12 +183,12 @@ def test_GV_3_adam_equalises_update_sizes_sgd_does_not():
     over 10 steps are within a small factor of each other, SGD's inherit the gradients'
     spread. Spread = log10 of the 90th/10th percentile ratio."""
     m = _am_model(6, 6, placement="post")
-    adam = probes.grad_update_sizes(m, _AM_TASK, "adam", lr=1e-4, steps=10, batch_size=16)
-    sgd = probes.grad_update_sizes(m, _AM_TASK, "sgd", lr=1e-2, steps=10, batch_size=16)
-    g_spread = probes.log_spread(adam["grad"])
+    adam = gradients.grad_update_sizes(m, _AM_TASK, "adam", lr=1e-4, steps=10, batch_size=16)
+    sgd = gradients.grad_update_sizes(m, _AM_TASK, "sgd", lr=1e-2, steps=10, batch_size=16)
+    g_spread = fit.log_spread(adam["grad"])
     assert g_spread > 1.5
-    assert probes.log_spread(adam["update"]) < 0.3
-    assert probes.log_spread(sgd["update"]) > 0.7 * probes.log_spread(sgd["grad"])
+    assert fit.log_spread(adam["update"]) < 0.3
+    assert fit.log_spread(sgd["update"]) > 0.7 * fit.log_spread(sgd["grad"])
 
 
 def test_AM_1_layer_dependency_post_concentrated_pre_uniform():
@@ -197,8 +197,8 @@ def test_AM_1_layer_dependency_post_concentrated_pre_uniform():
     Post-LN's last row puts its weight on the latest branches: β_{12,12} and β_{12,11}
     above 1.5 × Pre-LN's, the embedding's β_{12,0} below half of Pre-LN's."""
     batch = _AM_TASK.batch(0, 16)
-    post = probes.layer_dependency(_am_model(6, placement="post"), batch)["encoder"]["beta"]
-    pre = probes.layer_dependency(_am_model(6, placement="pre"), batch)["encoder"]["beta"]
+    post = dependency.layer_dependency(_am_model(6, placement="post"), batch)["encoder"]["beta"]
+    pre = dependency.layer_dependency(_am_model(6, placement="pre"), batch)["encoder"]["beta"]
     L = 12
     row = pre[L, 1:]
     uniform = 1 / np.sqrt(L + 1)
@@ -214,11 +214,11 @@ def test_AM_2_output_change_post_linear_pre_logarithmic():
     change of Post-LN grows like N (R² ≥ 0.9 against N, and better than against log N),
     that of Pre-LN like log N (R² ≥ 0.9 against log N); Post-LN's is ≥ 3× Pre-LN's at N 16."""
     depths = (2, 4, 8, 16)
-    r = probes.output_change_sweep(_AM_TASK, depths, schemes=("post", "pre"), seeds=2, batch_size=16, **_AM_SIZES)
+    r = change.output_change_sweep(_AM_TASK, depths, schemes=("post", "pre"), seeds=2, batch_size=16, **_AM_SIZES)
     N = np.array(depths, dtype=float)
     post, pre = r["post"].mean(1), r["pre"].mean(1)
-    r2_post_n, r2_post_log = theory.fit_linear(N, post)[2], theory.fit_linear(np.log(N), post)[2]
-    r2_pre_log = theory.fit_linear(np.log(N), pre)[2]
+    r2_post_n, r2_post_log = fit.fit_linear(N, post)[2], fit.fit_linear(np.log(N), post)[2]
+    r2_pre_log = fit.fit_linear(np.log(N), pre)[2]
     assert r2_post_n >= 0.9 and r2_post_n > r2_post_log
     assert r2_pre_log >= 0.9
     assert post[-1] > 3 * pre[-1]
@@ -232,16 +232,16 @@ def test_AD_1_admin_beta_diag_is_one_over_i_and_tracks_pre_ln():
     Post-LN's at N 12 (12 layers, 24 sub-layers)."""
     batch = _AM_TASK.batch(0, 16)
     m = _am_model(12, placement="admin", init="admin", batch=batch)
-    dep = probes.layer_dependency(m, batch)["encoder"]
+    dep = dependency.layer_dependency(m, batch)["encoder"]
     i = np.arange(1, 25)
     b2 = np.diag(dep["beta"])[1:] ** 2
-    slope = theory.fit_loglog(i, b2)[0]
+    slope = fit.fit_loglog(i, b2)[0]
     assert -1.4 <= slope <= -0.6
-    gm = float(np.exp(np.mean(np.log(b2 / theory.admin_beta_diag_sq(i)))))
+    gm = float(np.exp(np.mean(np.log(b2 / dependency.admin_beta_diag_sq(i)))))
     assert 1 / 3 <= gm <= 3
     v = np.concatenate([[dep["input_var"]], dep["branch_var"]])  # the embedding is branch 0
     np.testing.assert_allclose(b2, v[1:] / np.cumsum(v)[1:], rtol=0.2)
-    ch = {s: np.mean([probes.output_change(probes.build_scheme(s, _AM_TASK, 12, batch=batch, seed=k, **_AM_SIZES),
+    ch = {s: np.mean([change.output_change(change.build_scheme(s, _AM_TASK, 12, batch=batch, seed=k, **_AM_SIZES),
                                            batch, seed=k) for k in (0, 1)]) for s in ("post", "pre", "admin")}
     assert ch["admin"] < 1.5 * ch["pre"] and ch["admin"] < 0.5 * ch["post"]
 
@@ -251,13 +251,13 @@ def test_AD_2_admin_reparameterises_to_post_ln():
     computes the same function: max |Δlogit| ≤ 1e-5 (ω has moved off its initial value)."""
     batch = _AM_TASK.batch(0, 16)
     m = _am_model(3, 3, placement="admin", init="admin", batch=batch)
-    omega0 = probes.admin_omegas(m)
+    omega0 = dependency.admin_omegas(m)
     tfx.train(m, _AM_TASK, steps=15, lr=1e-2, batch_size=16, record_updates=False)
-    moved = max(np.abs(probes.admin_omegas(m)[s] - omega0[s]).max() for s in omega0)
+    moved = max(np.abs(dependency.admin_omegas(m)[s] - omega0[s]).max() for s in omega0)
     assert moved > 1e-3
     plain = tfx.reparameterize_admin(m)
     assert plain.cfg.enc_placement == plain.cfg.dec_placement == "post"
-    assert probes.max_output_difference(m, plain, batch) <= 1e-5
+    assert change.max_output_difference(m, plain, batch) <= 1e-5
 
 
 # ============================================================== TF-1, TF-2
@@ -280,10 +280,10 @@ def test_TF_1_left_side_scales_as_one_over_L():
     sweep = bounds.tfixup_lhs_sweep(_FIX_TASK, (1, 3, 7, 16), **_FIX_SIZES)
     for stack in ("encoder", "decoder"):
         t, x = sweep["t-fixup"][stack], sweep["xavier"][stack]
-        slope, _, r2 = theory.fit_loglog(t["L"], t["lhs"])
+        slope, _, r2 = fit.fit_loglog(t["L"], t["lhs"])
         assert slope == pytest.approx(-1.0, abs=0.05) and r2 > 0.99
         np.testing.assert_allclose(t["L"] * t["lhs"], 1.0, atol=0.1)
-        assert abs(theory.fit_loglog(x["L"], x["lhs"])[0]) < 0.05
+        assert abs(fit.fit_loglog(x["L"], x["lhs"])[0]) < 0.05
         assert np.all(x["lhs"] > 2.5)  # ≈ 3: each term ≈ 1 under Xavier
 
 
@@ -313,7 +313,7 @@ def test_TF_2_every_tfixup_factor_at_unusual_depths(n_enc, n_dec):
         torch.testing.assert_close(p, p0 * factor, rtol=1e-5, atol=1e-7, msg=name)
         checked += factor != 1.0
     assert checked == 4 * n_enc + 6 * n_dec + 2
-    f = theory.tfixup_scale_factors(n_enc, n_dec)
+    f = constants.tfixup_scale_factors(n_enc, n_dec)
     assert f["encoder"]["weights"] == pytest.approx(want["encoder"]) and f["decoder"]["embedding"] == emb["decoder"]
 
 
@@ -335,7 +335,7 @@ def test_LP_1_v1_carries_the_residual_times_w_over_sigma():
     """Table 2: out_v1 = (w/σ)·out_v2 − (w/σ)μ + b (sympy), and in a v1 model at Xavier
     init σ > 1 at almost every sub-layer, so the residual is shrunk: mean w/σ < 0.9 and
     after 12 layers less than 5 % of the embedding is carried."""
-    der = theory.derive_v1_residual_scale()
+    der = bounds.derive_v1_residual_scale()
     import sympy as sp
 
     assert der.identity_difference == 0
@@ -351,7 +351,7 @@ def test_LP_2_std_bound_never_violated():
     intervals the Monte Carlo σ/(b − a) stays below 1, and below the tight ½ (Popoviciu,
     sympy), which the two-point distribution with p = ½ attains (≥ 0.499); 2,000 random
     discrete distributions stay below ½ and get within 0.02 of it."""
-    assert all(theory.derive_std_bound_on_interval().checks.values())
+    assert all(bounds.derive_std_bound_on_interval().checks.values())
     for a, b in ((0.0, 1.0), (-3.0, -2.75), (2.0, 9.0)):
         r = bounds.std_on_interval_monte_carlo(a, b, n=50_000, seed=3)
         assert len(r) == 6
@@ -402,7 +402,7 @@ def test_RZ_1_rezero_is_the_identity_at_init():
             with torch.no_grad():
                 tgt_in = batch.tgt[:, :-1]
                 assert torch.equal(m(src=batch.src, tgt_in=tgt_in), m.out_proj(m.tgt_embed(tgt_in)))
-            g = probes.grad_norms(m, batch)
+            g = gradients.grad_norms(m, batch)
             assert all(v == 0.0 for k, v in g.items() if ".f." in k)
             assert all(g[f"encoder.{k}.alpha"] == 0.0 for k, _ in m.encoder.residuals())
             assert all(g[f"decoder.{k}.alpha"] > 0.0 for k, _ in m.decoder.residuals())
@@ -442,7 +442,7 @@ def test_DN_1_alpha_beta_follow_the_papers_formula():
         else:
             want = {"encoder": (0.81 * (N**4 * M) ** (1 / 16), 0.87 * (N**4 * M) ** (-1 / 16)),
                     "decoder": ((3 * M) ** 0.25, (12 * M) ** -0.25)}
-            ts = scaling.deepnorm_constants(N, M, "torchscale")["encoder"]["beta"]
+            ts = constants.deepnorm_constants(N, M, "torchscale")["encoder"]["beta"]
             assert abs(ts / want["encoder"][1] - 1) > 0.25
         for stack, (alpha, beta) in want.items():
             st = m.stacks()[stack]
@@ -473,8 +473,8 @@ def test_DN_1_output_change_stays_small_with_depth():
         for seed in (0, 1):
             m = scaling.build(scheme, _AM_TASK, n, 0, seed=seed, **_AM_SIZES)
             with torch.no_grad():
-                f2 = float(probes.stack_output(m, batch).pow(2).sum(-1).mean())
-            vals.append(probes.output_change(m, batch, kind, lr=1e-5, seed=seed) / f2)
+                f2 = float(change.stack_output(m, batch).pow(2).sum(-1).mean())
+            vals.append(change.output_change(m, batch, kind, lr=1e-5, seed=seed) / f2)
         return float(np.mean(vals))
 
     adam = {s: [rel(s, n, "adam") for n in (4, 16)] for s in ("xavier", "pre", "deepnorm")}

@@ -7,8 +7,8 @@ import torch
 import tfx
 from tfx import ModelConfig, build_model, reparameterize_admin
 from tfx.blocks import Residual
-from tfx.probes import record_branches
-from tfx.theory import admin_omega_profiling_free, deepnorm_constants
+from tfx.constants import admin_omega_profiling_free, deepnorm_constants
+from tfx.hooks import record_branches
 
 D = 128
 
@@ -117,7 +117,7 @@ def _admin_omegas(profiling, **kw):
     cfg = _cfg(placement="admin", init="admin", **kw)
     if profiling is not None:
         cfg = cfg.replace(admin_profiling=profiling)
-    return tfx.probes.admin_omegas(build_model(cfg, batch=b))
+    return tfx.dependency.admin_omegas(build_model(cfg, batch=b))
 
 
 DROPOUTS = dict(dropout=0.3, attn_dropout=0.1, act_dropout=0.1)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tfx
-from tfx import scaling, theory
+from tfx import constants, scaling
 
 matplotlib.use("Agg")
 TASK = tfx.synthetic("reverse", length=8)
@@ -27,22 +27,6 @@ def test_schemes_are_valid_configs_and_bad_names_are_refused():
         scaling.init_diagnostics_grid(["nope"], [2], TASK, BATCH)
 
 
-def test_deepnorm_conventions_differ_only_for_the_encoder_of_an_encoder_decoder():
-    for N, M in ((6, 0), (0, 6), (6, 6), (3, 12)):
-        paper = scaling.deepnorm_constants(N, M, "paper")
-        ts = scaling.deepnorm_constants(N, M, "torchscale")
-        assert paper == theory.deepnorm_constants(N, M)
-        for stack in paper:
-            assert ts[stack]["alpha"] == paper[stack]["alpha"]
-            if stack == "encoder" and M and N:
-                assert ts[stack]["beta"] == pytest.approx(1.15 * (N**4 * M) ** (-1 / 16))
-                assert ts[stack]["beta"] / paper[stack]["beta"] == pytest.approx(1.15 / 0.87)
-            else:
-                assert ts[stack]["beta"] == paper[stack]["beta"]
-    with pytest.raises(ValueError, match="convention='fairseq'"):
-        scaling.deepnorm_constants(6, 6, "fairseq")
-
-
 def test_deepnorm_derivation_balance_and_update_sum():
     der = scaling.derive_deepnorm()
     assert all(der.checks.values())
@@ -51,10 +35,10 @@ def test_deepnorm_derivation_balance_and_update_sum():
     L = sp.Symbol("L", positive=True)
     assert sp.simplify(der.alpha - L ** sp.Rational(1, 4)) == 0
     for N in (1, 6, 100):
-        c = scaling.deepnorm_constants(N, 0)["encoder"]
+        c = constants.deepnorm_constants(N, 0)["encoder"]
         assert float(scaling.deepnorm_update_sum(2 * N, c["alpha"], c["beta"])) == pytest.approx(1.0)
         assert float(scaling.deepnorm_balance(c["alpha"], c["beta"])) == pytest.approx(1.0)
-    enc = {conv: scaling.deepnorm_constants(12, 12, conv)["encoder"] for conv in scaling.DEEPNORM_CONVENTIONS}
+    enc = {conv: constants.deepnorm_constants(12, 12, conv)["encoder"] for conv in constants.DEEPNORM_CONVENTIONS}
     assert float(scaling.deepnorm_balance(enc["paper"]["alpha"], enc["paper"]["beta"])) == pytest.approx(0.993, abs=1e-3)
     assert float(scaling.deepnorm_balance(enc["torchscale"]["alpha"], enc["torchscale"]["beta"])) == pytest.approx(1.735, abs=1e-3)
 

@@ -87,7 +87,7 @@ class Residual(nn.Module):
     """One residual sub-layer x_i = combine(x_{i-1}, f_i) for a given ``placement``.
 
     ``hook``: if set, called as ``hook(self, x, fx)`` with the residual stream x_{i-1}
-    and the branch output f_i before they are combined. The probes and Admin's
+    and the branch output f_i before they are combined. The probes (``tfx.hooks``) and Admin's
     profiling pass use it (it may set ``omega``); it is None in normal use.
     """
 

@@ -5,15 +5,19 @@ Two papers bound a size at initialisation instead of normalising it away:
 * T-Fixup (Huang et al. 2020, TF-1, TF-2): for an attention block with value
   projection v, output ("mixing") projection w and value input m, keep
   ``‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖² = Θ(1/L)`` so that one update moves the output
-  by a bounded amount without LayerNorm. :func:`tfixup_terms` evaluates the left
-  side for every attention block of a model; :func:`derive_tfixup_scales` solves
-  it for the scale factors.
+  by a bounded amount without LayerNorm. :func:`tfixup_lhs` is the left side,
+  :func:`tfixup_terms` evaluates it for every attention block of a model, and
+  :func:`derive_tfixup_scales` solves it for the scale factors (which
+  ``tfx.constants.tfixup_scale_factors`` holds).
 * Lipschitz-constrained initialisation (Xu et al. 2020, LP-1 … LP-3): in the
   v1 (Post-LN) order the carried residual is multiplied by ``w/σ``, σ the
-  standard deviation of ``in_model + in_res``; keep σ ≤ 1. :func:`v1_residual_scales`
-  measures σ and w/σ per sub-layer, :func:`std_on_interval_monte_carlo` checks
-  the bound σ < b − a of their §3 on sampled distributions, and
-  :func:`lipschitz_constants` measures how Lipschitz each linear layer really is.
+  standard deviation of ``in_model + in_res``; keep σ ≤ 1. :func:`derive_v1_residual_scale`
+  derives the factor and :func:`v1_residual_scales` measures σ and w/σ per sub-layer;
+  :func:`std_bound_on_interval` is the bound σ < b − a of their §3 (and the tight
+  (b − a)/2, proved by :func:`derive_std_bound_on_interval`),
+  :func:`std_on_interval_monte_carlo` checks both on sampled distributions, and
+  :func:`lipschitz_constants` measures how Lipschitz each linear layer really is
+  (the init's half-widths: ``tfx.constants.lipschitz_init_bounds``).
 
 Norms in the T-Fixup functions are *gains*, in units where a Xavier-initialised
 square matrix and a vector of unit-variance coordinates both have size 1:
@@ -25,6 +29,7 @@ depth-scaling of the left side does not depend on this choice.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -32,10 +37,26 @@ import torch
 from torch import nn
 
 from .blocks import Attention
-from .probes import record_branches
-from .theory import tfixup_condition
+from .hooks import attached, loss_on, mode, record_branches
+
 
 # ============================================================== TF-1, TF-2: T-Fixup
+
+
+def tfixup_lhs(v_norm, w_norm, m_norm):
+    """Left side of the T-Fixup condition for an attention block (TF-1)::
+
+        ||v||^2 ||w||^2 + ||w||^2 ||m||^2 + ||v||^2 ||m||^2   (target: Theta(1/L))
+
+    v: value projection, w: output (mixing) projection, m: the value input
+    (embeddings). Huang et al. show that keeping this at Theta(1/L) for an
+    L-layer stack bounds the output change of one SGD step without LayerNorm;
+    the T-Fixup scalings (``tfx.constants.tfixup_scale_factors``) are chosen to meet it
+    (:func:`derive_tfixup_scales`).
+    Norms may be floats, arrays or tensors.
+    """
+    v2, w2, m2 = v_norm**2, w_norm**2, m_norm**2
+    return v2 * w2 + w2 * m2 + v2 * m2
 
 
 def matrix_gain(weight: torch.Tensor) -> float:
@@ -75,22 +96,16 @@ def tfixup_terms(model, batch=None, m: str = "embedding") -> dict:
               for s, stack in model.stacks().items()}
     seen = {}
     if m == "input":
-        handles = []
-        for s, mods in blocks.items():
-            for n, mod in mods:
-                def pre(module, args, kwargs, key=(s, n)):
-                    x = kwargs.get("memory")
-                    x = args[0] if x is None else x
-                    seen[key] = float(x.pow(2).mean().sqrt())
-                handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
-        was = model.training
-        model.eval()
-        try:
-            model.loss(batch.to(next(model.parameters()).device))
-        finally:
-            for h in handles:
-                h.remove()
-            model.train(was)
+        def keep(key):
+            def pre(module, args, kwargs):
+                x = kwargs.get("memory")
+                x = args[0] if x is None else x
+                seen[key] = float(x.pow(2).mean().sqrt())
+            return pre
+
+        hooks = [(mod, keep((s, n))) for s, mods in blocks.items() for n, mod in mods]
+        with attached(hooks, "forward_pre"), mode(model):
+            loss_on(model, batch)
     out = {}
     for s, mods in blocks.items():
         emb = embeds[s]
@@ -101,10 +116,6 @@ def tfixup_terms(model, batch=None, m: str = "embedding") -> dict:
         out[s] = {"names": [n.rsplit(".f", 1)[0] for n, _ in mods], "v": v, "w": w, "m": mm,
                   "lhs": tfixup_lhs(v, w, mm), "L": len(model.stacks()[s].layers) * sublayers_per_layer(model, s)}
     return out
-
-
-#: The left side of TF-1, ``‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖²`` (one formula, in tfx.theory).
-tfixup_lhs = tfixup_condition
 
 
 def tfixup_lhs_sweep(task, depths, inits=("t-fixup", "xavier"), kind: str = "encoder-decoder",
@@ -166,6 +177,38 @@ def derive_tfixup_scales() -> dict:
 # ============================================================== LP-1, LP-3: the v1 residual and its σ
 
 
+class V1ResidualDerivation(NamedTuple):
+    out_v1: sp.Expr               # LN(in_res + in_model), per coordinate
+    out_v2: sp.Expr               # in_res + in_model
+    residual_coefficient: sp.Expr  # d out_v1 / d in_res  = w / sigma
+    identity_difference: sp.Expr   # out_v1 - [(w/sigma) out_v2 - (w/sigma) mu + b] = 0
+
+
+def derive_v1_residual_scale() -> V1ResidualDerivation:
+    """sympy: in computation order v1 the carried residual is scaled by w/sigma (LP-1).
+
+    Xu et al. Table 2. Per coordinate, with mu and sigma the mean and std of
+    ``in_model + in_res`` and (w, b) the LayerNorm affine parameters:
+
+    * v1 (the paper's order: LN after the sum, and the LN output is what the
+      next sub-layer receives as its residual): ``out_v1 = w (in_model + in_res - mu)/sigma + b``;
+    * v2 (official code: the sum itself is carried on): ``out_v2 = in_res + in_model``.
+
+    Expanding, ``out_v1 = (w/sigma) out_v2 - (w/sigma) mu + b``: the residual
+    carried to the next layer enters with coefficient ``w/sigma``. At init
+    w = 1, so whenever ``sigma > 1`` each v1 layer shrinks what it carries, and
+    over k layers the factor compounds to ``prod w/sigma``. The Lipschitz
+    initialisation (LP-2, LP-3) keeps ``sigma <= 1`` so this factor is >= 1.
+    """
+    in_res, in_model, mu, b, w = sp.symbols("in_res in_model mu b w", real=True)
+    sigma = sp.Symbol("sigma", positive=True)
+    out_v1 = w * (in_model + in_res - mu) / sigma + b
+    out_v2 = in_res + in_model
+    coeff = sp.diff(out_v1, in_res)
+    ident = sp.simplify(out_v1 - ((w / sigma) * out_v2 - (w / sigma) * mu + b))
+    return V1ResidualDerivation(out_v1, out_v2, sp.simplify(coeff), ident)
+
+
 @torch.no_grad()
 def v1_residual_scales(model, batch) -> dict:
     """LP-1, LP-3: σ = std(in_model + in_res) and the factor w/σ per residual sub-layer.
@@ -181,13 +224,8 @@ def v1_residual_scales(model, batch) -> dict:
     the mean over tokens of max − min of the sum's d coordinates: the b − a of LP-2.
 
     Returns ``{stack: {"names", "sigma", "w_over_sigma", "carried", "range"}}``."""
-    was = model.training
-    model.eval()
-    try:
-        with record_branches(model) as rec:
-            model.loss(batch.to(next(model.parameters()).device))
-    finally:
-        model.train(was)
+    with mode(model), record_branches(model) as rec:
+        loss_on(model, batch)
     out = {}
     for s, records in rec.items():
         mods = dict(model.stacks()[s].residuals())
@@ -222,7 +260,62 @@ def lipschitz_constants(model) -> dict:
     return {k: np.array(v) for k, v in out.items()}
 
 
-# ============================================================== LP-2: σ on an interval, by Monte Carlo
+# ============================================================== LP-2: σ on an interval
+
+def std_bound_on_interval(a: float, b: float, tight: bool = False) -> float:
+    """Upper bound on the standard deviation of any distribution on [a, b] (LP-2).
+
+    * ``tight=False`` (Xu et al. eqs. 2-6): ``sigma < b - a``. Their argument:
+      ``|x - E x| <= b - a`` pointwise, so the variance is below ``(b - a)^2``.
+      Hence ``b - a <= 1`` gives ``sigma <= 1``, which is all they need.
+    * ``tight=True`` (Popoviciu's inequality): ``sigma <= (b - a)/2``, attained
+      by mass 1/2 at each end point. The paper's bound is loose by a factor 2
+      but points the same way; see :func:`derive_std_bound_on_interval`.
+    """
+    if b < a:
+        raise ValueError("need a <= b")
+    return (b - a) / 2 if tight else (b - a)
+
+
+class StdBoundDerivation(NamedTuple):
+    bhatia_davis: sp.Expr     # Var <= (b - m)(m - a) given the mean m
+    worst_mean: sp.Expr       # argmax_m: (a + b)/2
+    tight_var: sp.Expr        # (b - a)^2 / 4
+    tight_std: sp.Expr        # (b - a)/2
+    paper_std: sp.Expr        # b - a
+    two_point_var: sp.Expr    # variance of p*delta_b + (1-p)*delta_a at p = 1/2
+    checks: dict
+
+
+def derive_std_bound_on_interval() -> StdBoundDerivation:
+    """sympy proof of the variance bound on an interval (LP-2).
+
+    For X in [a, b] with mean m and second moment q: ``(X - a)(b - X) >= 0``
+    pointwise, so its expectation ``-q + (a + b) m - a b`` is >= 0. With
+    ``Var = q - m^2`` this rearranges to ``Var <= (b - m)(m - a)``
+    (Bhatia-Davis). The right side is largest at ``m = (a + b)/2``, giving
+    ``Var <= (b - a)^2/4`` (Popoviciu), i.e. ``sigma <= (b - a)/2``. The
+    two-point distribution with mass 1/2 at a and at b attains it, so the
+    bound is tight, while Xu et al.'s ``sigma < b - a`` is a factor 2 loose.
+    """
+    a, b, m, q, p = sp.symbols("a b m q p", real=True)
+    var = q - m**2
+    e_product = sp.expand(-q + (a + b) * m - a * b)          # E[(X-a)(b-X)]
+    # E[(X-a)(b-X)] >= 0  <=>  var <= (b-m)(m-a):  the two sides differ by exactly e_product
+    bd = (b - m) * (m - a)
+    checks = {"bhatia_davis_identity": sp.simplify(bd - var - e_product) == 0}
+    worst = sp.solve(sp.diff(bd, m), m)[0]
+    tight_var = sp.factor(bd.subs(m, worst))
+    two_pt_mean = p * b + (1 - p) * a
+    two_pt_var = sp.factor(p * b**2 + (1 - p) * a**2 - two_pt_mean**2)   # p(1-p)(b-a)^2
+    two_pt_half = sp.factor(two_pt_var.subs(p, sp.Rational(1, 2)))
+    checks["worst_mean_is_midpoint"] = sp.simplify(worst - (a + b) / 2) == 0
+    checks["popoviciu"] = sp.simplify(tight_var - (b - a)**2 / 4) == 0
+    checks["attained"] = sp.simplify(two_pt_half - tight_var) == 0
+    return StdBoundDerivation(bhatia_davis=bd, worst_mean=worst, tight_var=tight_var,
+                              tight_std=(b - a) / 2, paper_std=b - a,
+                              two_point_var=two_pt_half, checks=checks)
+
 
 #: Distributions on [a, b] for the LP-2 check: name -> sampler(rng, n) on [0, 1].
 DISTRIBUTIONS = {

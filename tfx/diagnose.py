@@ -18,11 +18,13 @@ once in the run's dtype and once in fp32, and stores what it finds in ``History.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
 
 from .blocks import Attention
+from .hooks import attached
 
 KINDS = ("output", "logit", "grad")
 
@@ -48,17 +50,14 @@ class Watch:
         self.attention = [isinstance(f, Attention) for f in self._modules]
         self.grads, self.logits = grads, logits
         self.rows: dict[str, list[list]] = {k: [] for k in KINDS}
-        self._handles = []
+        self._hooks = contextlib.ExitStack()
 
     def __enter__(self):
-        for i, f in enumerate(self._modules):
-            self._handles.append(f.register_forward_hook(self._hook(i), with_kwargs=True))
+        self._hooks.enter_context(attached([(f, self._hook(i)) for i, f in enumerate(self._modules)], "forward"))
         return self
 
     def __exit__(self, *exc):
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
+        self._hooks.close()
 
     def _hook(self, i):
         def hook(module, args, kwargs, out):

@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from .blocks import Attention, FeedForward, Residual
-from .theory import admin_omega_profiling_free, deepnorm_constants
+from .constants import admin_omega_profiling_free, deepnorm_constants, tfixup_scale_factors
+from .hooks import attached, loss_on, mode
 
 
 # ----------------------------------------------------------------- helpers
@@ -90,13 +91,13 @@ def t_fixup(model):
                cross-attention) × (9 N_d)^{-1/4}
     q_proj and k_proj are left as they are. Meant to train with no warmup."""
     xavier(model)
-    for name, stack, emb in _stack_embeddings(model):
-        n = len(stack.layers)
-        emb_scale = (9 * n) ** -0.25
-        w_scale = 0.67 * n**-0.25 if name == "encoder" else (9 * n) ** -0.25
-        emb.tok.weight.mul_(emb_scale)
+    stacks = _stack_embeddings(model)
+    n = {name: len(stack.layers) for name, stack, _ in stacks}
+    factors = tfixup_scale_factors(n.get("encoder", 0), n.get("decoder", 0))
+    for name, stack, emb in stacks:
+        emb.tok.weight.mul_(factors[name]["embedding"])
         for w in _value_output_ffn(stack):
-            w.mul_(w_scale)
+            w.mul_(factors[name]["weights"])
 
 
 @torch.no_grad()
@@ -121,7 +122,7 @@ def lipschitz(model):
 @torch.no_grad()
 def deepnorm(model):
     """DeepNorm init (Wang et al. 2022): Xavier, but v_proj, out_proj, fc1, fc2 drawn
-    with Xavier gain β (``tfx.theory.deepnorm_constants``); q_proj, k_proj with gain 1.
+    with Xavier gain β (``tfx.constants.deepnorm_constants``); q_proj, k_proj with gain 1.
     The α of x ← LN(α x + f(x)) is a constant of the architecture (blocks.Residual)."""
     xavier(model)
     c = deepnorm_constants(model.cfg.n_enc, model.cfg.n_dec)
@@ -168,25 +169,20 @@ def admin(model, batch, profiling: str | None = None):
         raise ValueError(f"profiling={profiling!r} is not allowed; choose one of: "
                          f"{', '.join(map(repr, ADMIN_PROFILING))}")
     xavier(model)
-    hooked = []
-    for _, stack, _ in _stack_embeddings(model):
-        state = {"ratio": 1.0}
 
-        def hook(res, x, fx, state=state):
+    def profile(state):  # one running ratio per stack
+        def hook(res, x, fx):
             res.omega.fill_(state["ratio"])
             state["ratio"] = math.sqrt(float((x * res.omega).var()) + float(fx.var()))
+        return hook
 
-        for _, m in stack.residuals():
-            m.hook = hook
-            hooked.append(m)
-    was_training = model.training
-    model.train(profiling == "train")  # dropout on (the authors' way) or off
-    try:
-        model.loss(batch.to(next(model.parameters()).device))
-    finally:
-        for m in hooked:
-            m.hook = None
-        model.train(was_training)
+    hooks = []
+    for _, stack, _ in _stack_embeddings(model):
+        hook = profile({"ratio": 1.0})
+        hooks += [(m, hook) for _, m in stack.residuals()]
+    # dropout on (the authors' way) or off
+    with attached(hooks, "branch"), mode(model, training=profiling == "train"):
+        loss_on(model, batch)
 
 
 @torch.no_grad()

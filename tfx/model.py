@@ -14,8 +14,8 @@ from torch import nn
 
 from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm
 from .config import ModelConfig
+from .constants import deepnorm_constants
 from .data import BOS, EOS, PAD, Batch
-from .theory import deepnorm_constants
 
 
 def sinusoidal_table(max_len: int, d: int) -> torch.Tensor:

@@ -14,7 +14,8 @@ encoder–decoder, what chapters 5–7 measure for Post-LN, Pre-LN and Admin: th
 change under a small perturbation (AM-2), the per-sub-layer gradient profile (GV-1)
 and the layer dependency β_{i,j} (AM-1). It returns plain numbers and arrays, and
 ``init_diagnostics_explorer`` shows them, so the explorer can precompute every state.
-Measurements come from :mod:`tfx.probes`, formulas from :mod:`tfx.theory`.
+Measurements come from :mod:`tfx.change`, :mod:`tfx.gradients` and :mod:`tfx.dependency`;
+DeepNorm's α and β from :mod:`tfx.constants`.
 """
 from __future__ import annotations
 
@@ -25,8 +26,12 @@ import numpy as np
 import sympy as sp
 import torch
 
-from . import probes, theory
+from .change import output_change, stack_output
 from .config import ModelConfig
+from .constants import deepnorm_constants
+from .dependency import layer_dependency
+from .gradients import sublayer_grad_norms
+from .hooks import mode
 
 # ----------------------------------------------------------------- the schemes compared
 # name -> (placement, init). "xavier" is the plain Post-LN Transformer; Lipschitz init is
@@ -76,11 +81,9 @@ def identity_gap(model, batch) -> dict:
 
     ReZero at initialisation: every α_i = 0, so x_i = x_{i-1} + 0·f_i(x_{i-1}) = x_{i-1}
     and the gap is exactly 0, whatever the weights (Bachlechner et al. 2021)."""
-    was = model.training
-    model.eval()
-    try:
-        b = batch.to(next(model.parameters()).device)
-        out = {}
+    b = batch.to(next(model.parameters()).device)
+    out = {}
+    with mode(model):
         if "encoder" in model.stacks():
             out["encoder"] = float((model.encode(b.src) - model.src_embed(b.src)).abs().max())
         if "decoder" in model.stacks():
@@ -88,36 +91,11 @@ def identity_gap(model, batch) -> dict:
             memory = model.encode(b.src) if "encoder" in model.stacks() else None
             y = model.decode(tgt_in, memory, b.src if memory is not None else None)
             out["decoder"] = float((y - model.tgt_embed(tgt_in)).abs().max())
-    finally:
-        model.train(was)
     return out
 
 
 # ----------------------------------------------------------------- DeepNorm (DN-1)
-DEEPNORM_CONVENTIONS = ("paper", "torchscale")
-
-
-def deepnorm_constants(n_enc: int, n_dec: int, convention: str = "paper") -> dict:
-    """DeepNorm's α (shortcut up-scale) and β (init down-scale of v_proj, out_proj, fc1,
-    fc2) for N = ``n_enc`` encoder and M = ``n_dec`` decoder layers, in two conventions
-    that differ only for the encoder of an encoder–decoder:
-
-    * ``"paper"`` (Wang et al. 2022, what tfx builds: ``tfx.theory.deepnorm_constants``):
-      encoder α = 0.81 (N⁴M)^{1/16}, β = 0.87 (N⁴M)^{−1/16};
-    * ``"torchscale"`` (the authors' code, microsoft/torchscale ``architecture/encoder.py``:
-      the weights are divided by (N⁴M)^{1/16} / 1.15): β = 1.15 (N⁴M)^{−1/16}, α as above.
-
-    Both: encoder-only α = (2N)^{1/4}, β = (8N)^{−1/4}; decoder-only the same with M;
-    decoder of an encoder–decoder α = (3M)^{1/4}, β = (12M)^{−1/4}."""
-    if convention not in DEEPNORM_CONVENTIONS:
-        raise ValueError(f"convention={convention!r} is not allowed; choose one of: "
-                         f"{', '.join(map(repr, DEEPNORM_CONVENTIONS))}")
-    c = theory.deepnorm_constants(n_enc, n_dec)
-    if convention == "torchscale" and n_enc and n_dec:
-        c["encoder"] = {**c["encoder"], "beta": 1.15 * (n_enc**4 * n_dec) ** (-1 / 16)}
-    return c
-
-
+# α and β themselves (both conventions) are tfx.constants.deepnorm_constants.
 def deepnorm_update_sum(n_sublayers, alpha, beta):
     """The depth factor of DeepNorm's update bound with v = w = β (value and output
     weights, or FFN fc1 and fc2, both scaled by β):
@@ -192,12 +170,12 @@ class InitDiagnostics:
     """What one fresh model looks like at initialisation (one seed).
 
     ``out_change`` / ``out_change_adam``: ‖F(W) − F(W*)‖² per token of the encoder's
-    output under a random δ (1e-2 × each matrix's std) / one Adam step (``probes.output_change``);
+    output under a random δ (1e-2 × each matrix's std) / one Adam step (``tfx.change.output_change``);
     ``rel_*``: the same divided by E‖F‖² (so that schemes without a final LayerNorm,
     whose ‖F‖² is not d, compare fairly); ``beta``: the encoder's β_{i,j}
-    (``probes.layer_dependency``, row i = x_i, column 0 = the embedding);
+    (``tfx.dependency.layer_dependency``, row i = x_i, column 0 = the embedding);
     ``grad``: relative ‖∂L/∂x_i‖ per sub-layer, ``{stack: array}`` bottom first, divided by
-    the largest in the model (``probes.sublayer_grad_norms``); ``kinds``: sub-layer kinds
+    the largest in the model (``tfx.gradients.sublayer_grad_norms``); ``kinds``: sub-layer kinds
     per stack; ``identity_gap``: max |F(x_0) − x_0| per stack (0: the identity map)."""
 
     scheme: str
@@ -240,14 +218,14 @@ def init_diagnostics(scheme: str, depth: int, task, batch, seed: int = 0, n_dec:
     m = build(scheme, task, depth, n_dec, batch=batch, seed=seed, **model_kw)
     with torch.no_grad():
         m.eval()
-        out_norm_sq = float(probes.stack_output(m, batch).pow(2).sum(-1).mean())
-    g = probes.sublayer_grad_norms(m, batch)
+        out_norm_sq = float(stack_output(m, batch).pow(2).sum(-1).mean())
+    g = sublayer_grad_norms(m, batch)
     return InitDiagnostics(
         scheme=scheme, depth=depth, seed=seed,
-        out_change=probes.output_change(m, batch, "random", scale=scale, seed=1000 + seed),
-        out_change_adam=probes.output_change(m, batch, "adam", lr=lr),
+        out_change=output_change(m, batch, "random", scale=scale, seed=1000 + seed),
+        out_change_adam=output_change(m, batch, "adam", lr=lr),
         out_norm_sq=out_norm_sq,
-        beta=probes.layer_dependency(m, batch)["encoder"]["beta"],
+        beta=layer_dependency(m, batch)["encoder"]["beta"],
         grad={s: r["relative"] for s, r in g.items()},
         kinds={s: r["kinds"] for s, r in g.items()},
         identity_gap=identity_gap(m, batch),
@@ -310,6 +288,6 @@ def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, r
 
 
 __all__ = ["SCHEMES", "INITIALISERS", "LABELS", "scheme_config", "build", "identity_gap",
-           "DEEPNORM_CONVENTIONS", "deepnorm_constants", "deepnorm_update_sum", "deepnorm_balance",
+           "deepnorm_update_sum", "deepnorm_balance",
            "derive_deepnorm", "use_deepnorm_convention_", "InitDiagnostics", "init_diagnostics",
            "init_diagnostics_grid", "grid_mean", "init_diagnostics_explorer"]

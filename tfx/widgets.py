@@ -129,14 +129,14 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
       same depth faint;
     * the output change ‖F(W) − F(W + δ)‖² at initialisation of encoders of 1 … N layers
       (random δ = 1e-2 × each matrix's std, mean over ``P.seeds`` models,
-      ``probes.output_change_sweep``);
+      ``change.output_change_sweep``);
     * the relative gradient ‖∂L/∂x_i‖ of every sub-layer output at initialisation
-      (``probes.sublayer_grad_norms``).
+      (``gradients.sublayer_grad_norms``).
 
     Every (valid) setting trains once when the explorer is shown (``records`` from
     ``tfx.sweep.run_grid`` are reused). Pre-LN with Admin's initialiser is refused by
     the library, and the explorer shows its message."""
-    from . import probes
+    from . import change, gradients
 
     P = _ln_profile(P)
     task = task or P.load_task()
@@ -145,7 +145,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
     kw = P.model_kwargs(train=True)
     scheme = {("post", "xavier"): "post", ("pre", "xavier"): "pre", ("post", "admin"): "admin"}
     oc_depths = sorted({1, *range(2, max(depths) + 1, 2), *depths})
-    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
+    sweep = change.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
                                        batch_size=P.batch_size, **kw)
 
     def compute(placement, init, depth):
@@ -153,12 +153,12 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
             if (placement, init) not in scheme:  # ask the library: it explains why not
                 runs.get(placement, init, depth, lr)
             sch = scheme[(placement, init)]
-            rec = runs.get(*probes.SCHEMES[sch], depth, lr)
+            rec = runs.get(*change.SCHEMES[sch], depth, lr)
         except ValueError as e:
             return _refused(e, 3)
         lines, styles = {}, {}
         for other in ("post", "pre", "admin"):
-            r = rec if other == sch else runs.get(*probes.SCHEMES[other], depth, lr)
+            r = rec if other == sch else runs.get(*change.SCHEMES[other], depth, lr)
             label, xy = _loss_lines(r.history, SCHEME_LABELS[other])
             lines[label] = xy
             styles[label] = "bold" if other == sch else "faint"
@@ -173,8 +173,8 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
                           for o in ("post", "pre", "admin")},
                    styles={SCHEME_LABELS[o]: ("bold" if o == sch else "faint") for o in ("post", "pre", "admin")},
                    note=f"{SCHEME_LABELS[sch]} at N = {depth}: {sweep[sch].mean(1)[oc_depths.index(depth)]:.3g}")
-        m = probes.build_scheme(sch, task, depth, batch=batch, n_dec=depth, **kw)
-        g = probes.sublayer_grad_norms(m, batch)
+        m = change.build_scheme(sch, task, depth, batch=batch, n_dec=depth, **kw)
+        g = gradients.sublayer_grad_norms(m, batch)
         grad = Panel(title="gradient at init, per sub-layer", x="sub-layer i (bottom → top)",
                      y="relative ‖∂L/∂x_i‖", ylog=True,
                      lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
@@ -202,7 +202,7 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
 
     ``records`` (from ``tfx.sweep.run_grid``) are reused; the other settings train when
     the explorer is shown."""
-    from .probes import SCHEMES
+    from .change import SCHEMES
 
     P = _ln_profile(P)
     task = task or P.load_task()
@@ -247,12 +247,12 @@ def layernorm_jacobian_explorer(P=None, widths=(16, 64, 256), norms=(1e-3, 1e-2,
     """LN-1: pick the width d, the size ‖x − μ‖ of the input and LayerNorm's eps.
 
     Left: the spectral norm of the Jacobian against ‖x − μ‖ (the closed form
-    ``tfx.theory.layernorm_jacobian_norm`` as a line, the autograd measurement at the
+    ``tfx.jacobian.layernorm_jacobian_norm`` as a line, the autograd measurement at the
     chosen input as a dot). Right: all d singular values of the measured Jacobian:
     d − 2 of them equal √d/s, one is the eps direction, one is 0."""
     import torch
 
-    from . import probes, theory
+    from . import jacobian
 
     P = _ln_profile(P)
     grid = np.logspace(-3, 3, 49)
@@ -264,8 +264,8 @@ def layernorm_jacobian_explorer(P=None, widths=(16, 64, 256), norms=(1e-3, 1e-2,
         u = x / x.norm()
         J = torch.autograd.functional.jacobian(lambda v: torch.nn.functional.layer_norm(v, (d,), eps=eps), norm * u)
         sv = np.sort(torch.linalg.svdvals(J).numpy())[::-1]
-        measured = probes.ln_jacobian_norm(norm * u, eps=eps, method="exact")
-        curve = theory.layernorm_jacobian_norm(torch.tensor(grid)[:, None] * u, eps=eps).numpy()
+        measured = jacobian.ln_jacobian_norm(norm * u, eps=eps, method="exact")
+        curve = jacobian.layernorm_jacobian_norm(torch.tensor(grid)[:, None] * u, eps=eps).numpy()
         left = Panel(title="‖J_LN‖₂ against ‖x − μ‖", x="‖x − μ‖", y="‖J_LN(x)‖₂",
                      xlog=True, ylog=True, lines={"closed form": (grid, curve)},
                      points={"autograd at the chosen input": ([norm], [measured])},
@@ -291,7 +291,7 @@ def gradients_at_init_explorer(P=None, depths=None,
     (Post-LN: x^{post,5}; Pre-LN: the stream after l blocks) with Lemma 2's predictions."""
     from functools import lru_cache
 
-    from . import probes, theory
+    from . import fit, gradients, hidden
     from .data import synthetic
     from .model import build_model
 
@@ -308,7 +308,7 @@ def gradients_at_init_explorer(P=None, depths=None,
 
     @lru_cache(maxsize=None)
     def grads(pl, depth, param):
-        return probes.layer_grad_norms(model(pl, depth), batch, "encoder", param)
+        return gradients.layer_grad_norms(model(pl, depth), batch, "encoder", param)
 
     def compute(placement, depth, param):
         places = ("post", "pre") if placement == "both" else (placement,)
@@ -316,18 +316,18 @@ def gradients_at_init_explorer(P=None, depths=None,
         bars, lines, styles, notes = {}, {}, {}, []
         for pl in places:
             g = grads(pl, depth, param)
-            st = probes.profile_stats(g)
+            st = fit.profile_stats(g)
             bars[f"{pl}-LN"] = (layers, g)
             notes.append(f"{pl}: Spearman {st['spearman']:+.2f}, top/bottom {st['last_over_first']:.2f}")
-            h = probes.hidden_norms(model(pl, depth), batch)
+            h = hidden.hidden_norms(model(pl, depth), batch)
             lines[f"{pl}-LN measured"] = (layers, h["ffn_sum"] / d)
             if pl == "pre":
-                lo, hi = zip(*(theory.pre_ln_hidden_norm_sq_bounds(l, d, h["input"]) for l in layers))
+                lo, hi = zip(*(hidden.pre_ln_hidden_norm_sq_bounds(l, d, h["input"]) for l in layers))
                 lines["Lemma 2 bounds, pre-LN (low)"] = (layers, np.array(lo) / d)
                 lines["Lemma 2 bounds, pre-LN (high)"] = (layers, np.array(hi) / d)
                 styles["Lemma 2 bounds, pre-LN (low)"] = styles["Lemma 2 bounds, pre-LN (high)"] = "dashed"
             else:
-                lines["Lemma 2: 1.5, post-LN"] = (layers, np.full(depth, theory.post_ln_hidden_norm_sq(d) / d))
+                lines["Lemma 2: 1.5, post-LN"] = (layers, np.full(depth, hidden.post_ln_hidden_norm_sq(d) / d))
                 styles["Lemma 2: 1.5, post-LN"] = "dashed"
         colors = {"Lemma 2 bounds, pre-LN (low)": "#1f77b4", "Lemma 2 bounds, pre-LN (high)": "#1f77b4",
                   "Lemma 2: 1.5, post-LN": "#d62728"}
@@ -349,14 +349,14 @@ def gradients_at_init_explorer(P=None, depths=None,
 def amplification_explorer(P=None, depths=None, default: dict | None = None):
     """GV-1, AM-1, AM-2, AD-1: a fresh model at initialisation, per placement (post, pre,
     admin) and depth N. Top left: the layer dependency β_{i,j} of an N-layer encoder
-    (``probes.layer_dependency``; column 0 is the embedding). Top right: the output
+    (``dependency.layer_dependency``; column 0 is the embedding). Top right: the output
     change ‖F(W) − F(W + δ)‖² under random noise (δ = 1e-2 × each matrix's std; mean
     over ``P.seeds`` models, the change is heavy-tailed) for encoders of 1 … N layers,
     all three placements, the chosen one bold, with Theorem 2's shape (N or ln N)
     fitted to it. Bottom: the relative gradient norm of every
     sub-layer output of an N+N encoder–decoder. ``default``: the state shown first
     ({"placement": ..., "depth": ...}); ``depths``: default ``P.depths``."""
-    from . import probes, theory
+    from . import change, dependency, fit, gradients
     from .data import synthetic
 
     P = _ln_profile(P)
@@ -364,12 +364,12 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
     task = synthetic("reverse", length=P.seq_len)
     batch = task.batch(0, P.batch_size)
     oc_depths = sorted({1, *depths})
-    sweep = probes.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
+    sweep = change.output_change_sweep(task, oc_depths, ("post", "pre", "admin"), seeds=P.seeds,
                                        batch_size=P.batch_size, **P.model_kwargs())
 
     def compute(placement, depth):
-        m = probes.build_scheme(placement, task, depth, batch=batch, **P.model_kwargs())
-        beta = probes.layer_dependency(m, batch)["encoder"]["beta"]
+        m = change.build_scheme(placement, task, depth, batch=batch, **P.model_kwargs())
+        beta = dependency.layer_dependency(m, batch)["encoder"]["beta"]
         upto = np.array([n for n in oc_depths if n <= depth])
         lines = {SCHEME_LABELS[s]: (upto, sweep[s].mean(1)[: len(upto)]) for s in ("post", "pre", "admin")}
         styles = {SCHEME_LABELS[s]: ("bold" if s == placement else "faint") for s in ("post", "pre", "admin")}
@@ -377,14 +377,14 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
         if len(upto) >= 3:
             y = sweep[placement].mean(1)[: len(upto)]
             x = upto if placement == "post" else np.log(upto)
-            k, c0, r2 = theory.fit_linear(x, y)
+            k, c0, r2 = fit.fit_linear(x, y)
             grid = np.arange(1, depth + 1)  # integer depths: the axis keeps integer ticks
             form = "N" if placement == "post" else "ln N"
             lines[f"fit against {form}"] = (grid, k * (grid if placement == "post" else np.log(grid)) + c0)
             styles[f"fit against {form}"] = "dashed"
             note = f"{SCHEME_LABELS[placement]} against {form}: R² = {r2:.2f}"
-        ed = probes.build_scheme(placement, task, depth, batch=batch, n_dec=depth, **P.model_kwargs())
-        g = probes.sublayer_grad_norms(ed, batch)
+        ed = change.build_scheme(placement, task, depth, batch=batch, n_dec=depth, **P.model_kwargs())
+        g = gradients.sublayer_grad_norms(ed, batch)
         dec = g["decoder"]["relative"]
         return [
             Panel(title=f"β of a {depth}-layer {placement} encoder", x="branch j (0: embedding)",
