@@ -66,6 +66,23 @@ def test_layer_dependency_decoder_and_rezero():
     np.testing.assert_allclose(np.diag(rz["beta"])[1:], 0.0, atol=1e-7)
 
 
+def test_effective_depth_sums_the_diagonal_and_orders_the_placements():
+    """Σ β²_ii: the diagonal of layer_dependency. Doubling the depth about doubles Post-LN's
+    (every sub-layer's own branch keeps a fixed share) but adds only about ln 2 to Pre-LN's
+    (Σ 1/(i+1) ≈ ln L); ReZero's is 0 at initialisation."""
+    pre = _model(n_enc=4, n_dec=2, placement="pre")
+    ed, d = dependency.effective_depth(pre, BATCH), dependency.layer_dependency(pre, BATCH)
+    assert set(ed) == {"encoder", "decoder"}
+    for s in ed:
+        assert ed[s] == pytest.approx(float(np.sum(np.diag(d[s]["beta"])[1:] ** 2)))
+    enc = {(p, n): dependency.effective_depth(_model(n_enc=n, n_dec=0, placement=p), BATCH)["encoder"]
+           for p in ("post", "pre") for n in (4, 8)}
+    assert enc["post", 8] / enc["post", 4] > 1.7
+    assert enc["pre", 8] - enc["pre", 4] < 1.0 and enc["pre", 8] < enc["post", 4]
+    rz = dependency.effective_depth(_model(n_enc=2, n_dec=0, placement="rezero", init="rezero"), BATCH)
+    assert rz["encoder"] == pytest.approx(0.0, abs=1e-12)
+
+
 def test_admin_omegas():
     pf = _model(n_enc=2, n_dec=2, placement="admin", init="admin-profiling-free")
     om = dependency.admin_omegas(pf)

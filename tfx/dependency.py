@@ -5,7 +5,8 @@ in the normalised output x_i of sub-layer i. Post-LN puts the mass on the newest
 branch (β_{i,i} near 1), Pre-LN spreads it (β²_{i,i} = 1/i), and Admin's shortcut
 scale ω buys Pre-LN's profile for a Post-LN network. :func:`layer_dependency`
 measures β in any tfx model; :func:`admin_beta_diag_sq` is the 1/i it is compared
-with; :func:`admin_omegas` reads Admin's ω back. How β sets the output change is
+with; :func:`effective_depth` sums the diagonal (how many sub-layers' worth of full
+influence a stack uses); :func:`admin_omegas` reads Admin's ω back. How β sets the output change is
 :mod:`tfx.change`.
 """
 from __future__ import annotations
@@ -83,6 +84,19 @@ def layer_dependency(model, batch) -> dict:
         out[s] = {"beta": beta, **describe([r["name"] for r in records]), "branch_var": np.array(var_f),
                   "input_var": float(records[0]["x"].var())}
     return out
+
+
+def effective_depth(model, batch) -> dict:
+    """Σ_{i≥1} β²_{i,i} per stack: ``{stack: float}``, from :func:`layer_dependency`.
+
+    β²_{i,i} is sub-layer i's share of its own output, so the sum counts how many
+    sub-layers' worth of full influence the stack uses; it is also the depth factor of
+    Liu et al. 2020's Theorem 2 (the output change ≈ C·Σ β²_{i,i}). At initialisation
+    Pre-LN's grows like Σ 1/(i+1) ≈ ln L; Post-LN's in proportion to L (each sub-layer's
+    own branch keeps about half of its output). Liu et al. (§4.2, Fig. 8)
+    argue that a light dependency (Pre-LN) limits what training can make of a deep
+    stack, and that Admin starts light and ends heavier."""
+    return {s: float(np.nansum(np.diag(d["beta"])[1:] ** 2)) for s, d in layer_dependency(model, batch).items()}
 
 
 def admin_omegas(model) -> dict:

@@ -37,6 +37,9 @@ def color(name: str, default: str = "#333333") -> str:
     return COLORS.get(name, default)
 
 
+STAMP_HEIGHT_IN = 0.16  # the strip under the axes that the stamp (7 pt) lives in
+
+
 def stamp(fig, profile) -> None:
     """Write 'profile: … · device: …' in the figure's bottom-right corner."""
     fig.text(0.995, 0.005, str(profile), ha="right", va="bottom", fontsize=7, color="#666666")
@@ -48,6 +51,8 @@ def figure(profile, ncols: int = 1, nrows: int = 1, width: float | None = None, 
     w = width or 4.2 * ncols + 0.6
     h = height or 3.2 * nrows + 0.3
     fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), layout="constrained", **kw)
+    strip = STAMP_HEIGHT_IN / h  # keep the stamp's strip free: axis labels stay above it
+    fig.get_layout_engine().set(rect=(0, strip, 1, 1 - strip))
     stamp(fig, profile)
     return fig, axes
 
