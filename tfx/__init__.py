@@ -28,6 +28,7 @@ derivation) beside the probe that measures it in a model:
     hooks       how do we see inside one forward pass? (the probes' shared hooks)
     train, diagnose, adam   training that survives divergence; where a run blew up; Adam's steps
     data, corpus, profiles, sweep, experiment, results, plot, explorer, widgets, claims
+    sweep_explorers   what did every seed of one cell of a recorded sweep do?
 """
 from . import (bounds, change, constants, data, dependency, fit, gradients, hidden, hooks, init, jacobian, notebook,
                plot, profiles, results, scaling, sweep)
