@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -189,21 +190,29 @@ def select(records, **point) -> list[Record]:
     return sorted(out, key=lambda r: r.seed)
 
 
-def _cell(r: Record, fmt: str) -> str:
+def final_eval_loss(r: Record) -> float:
+    """The validation loss at the run's last evaluation (NaN if it never evaluated)."""
+    return float(r.history.eval_loss[-1]) if r.history.eval_loss else math.nan
+
+
+def _cell(r: Record, fmt: str, value) -> str:
     if r.status == "diverged":
         return f"diverged (step {r.history.diverged_step or '?'})"
-    return fmt.format(r.final_loss) + (" (stuck)" if r.status == "stuck" else "")
+    return fmt.format(value(r)) + (" (stuck)" if r.status == "stuck" else "")
 
 
-def table(records, rows: str, cols: str, fmt: str = "{:.2f}") -> str:
-    """A Markdown table of final training losses: one row per variant of axis ``rows``, one
+def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str:
+    """A Markdown table of one number per run: one row per variant of axis ``rows``, one
     column per variant of axis ``cols`` (in the order the records first show them); each cell
-    lists every seed's value, 'diverged (step s)' for a diverged run, '(stuck)' after a stuck one."""
+    lists every seed's value, 'diverged (step s)' for a diverged run, '(stuck)' after a stuck one.
+    ``value(record)``: the number shown (default: the final training loss; e.g.
+    :func:`final_eval_loss`)."""
+    value = value or (lambda r: r.final_loss)
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     row_names, col_names = order(rows), order(cols)
     lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]
     for rn in row_names:
-        cells = [" / ".join(_cell(r, fmt) for r in select(records, **{rows: rn})
+        cells = [" / ".join(_cell(r, fmt, value) for r in select(records, **{rows: rn})
                             if r.point.get(cols) == cn) or "—" for cn in col_names]
         lines.append(f"| {rn} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
