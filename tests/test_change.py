@@ -6,6 +6,7 @@ import torch
 
 import tfx
 from tfx import change, fit
+from small_models import BATCH, SIZES, TASK, model as _model
 
 
 def test_output_change_order():
@@ -19,16 +20,6 @@ def test_output_change_order():
     slope, _, r2 = fit.fit_linear(np.log(Ns), pre)     # H_N ~ ln N + gamma
     assert slope == pytest.approx(1.0, abs=0.03) and r2 > 0.999
     assert change.output_change_order("admin", 10) == change.output_change_order("pre", 10)
-
-
-TASK = tfx.synthetic("reverse", length=6)
-BATCH = TASK.batch(0, 8)
-SIZES = dict(d_model=32, n_heads=2, d_ffn=64)
-
-
-def _model(n_enc=2, n_dec=2, seed=0, **kw):
-    cfg = tfx.ModelConfig.for_task(TASK, n_enc=n_enc, n_dec=n_dec, **{**SIZES, **kw})
-    return tfx.build_model(cfg, batch=BATCH if kw.get("init") == "admin" else None, seed=seed)
 
 
 def test_perturb_random_scales_matrices_only():

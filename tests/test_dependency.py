@@ -3,18 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-import tfx
 from tfx import change, constants, dependency, hooks
-
-
-TASK = tfx.synthetic("reverse", length=6)
-BATCH = TASK.batch(0, 8)
-SIZES = dict(d_model=32, n_heads=2, d_ffn=64)
-
-
-def _model(n_enc=2, n_dec=2, seed=0, **kw):
-    cfg = tfx.ModelConfig.for_task(TASK, n_enc=n_enc, n_dec=n_dec, **{**SIZES, **kw})
-    return tfx.build_model(cfg, batch=BATCH if kw.get("init") == "admin" else None, seed=seed)
+from small_models import BATCH, model as _model
 
 
 def test_admin_beta_diag_sq():

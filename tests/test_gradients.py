@@ -8,6 +8,7 @@ import torch
 
 import tfx
 from tfx import fit, gradients, hooks
+from small_models import BATCH, TASK, model as _model, tiny as _tiny
 
 
 def test_theorem1_exponents():
@@ -21,13 +22,6 @@ def test_theorem1_exponents():
     assert np.allclose(gradients.last_ffn_grad_scaling("pre", np.array([4, 9])), [0.5, 1 / 3])
     with pytest.raises(ValueError):
         gradients.expected_exponent("sandwich")
-
-
-def _tiny(placement="post", N=3, **kw):
-    task = tfx.synthetic("reverse", vocab=8, length=5)
-    m = tfx.build_model(n_enc=N, n_dec=0, placement=placement, d_model=16, n_heads=2, d_ffn=32,
-                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **kw)
-    return m, task, task.batch(0, 4)
 
 
 def test_grad_norms_match_a_manual_backward_and_leave_no_grads():
@@ -82,16 +76,6 @@ def test_ffn_grad_profiles_shape_and_seeds():
     m = tfx.build_model(n_enc=3, n_dec=0, placement="pre", seed=1, d_model=16, n_heads=2, d_ffn=32,
                         src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab)
     np.testing.assert_allclose(g[1], gradients.layer_grad_norms(m, task.batch(1, 4)), rtol=1e-6)
-
-
-TASK = tfx.synthetic("reverse", length=6)
-BATCH = TASK.batch(0, 8)
-SIZES = dict(d_model=32, n_heads=2, d_ffn=64)
-
-
-def _model(n_enc=2, n_dec=2, seed=0, **kw):
-    cfg = tfx.ModelConfig.for_task(TASK, n_enc=n_enc, n_dec=n_dec, **{**SIZES, **kw})
-    return tfx.build_model(cfg, batch=BATCH if kw.get("init") == "admin" else None, seed=seed)
 
 
 def test_sublayer_grad_norms_match_autograd():

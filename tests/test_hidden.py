@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import tfx
 from tfx import hidden
+from small_models import tiny as _tiny
 
 
 def test_relu_norm_sq_formula_and_monte_carlo():
@@ -48,13 +49,6 @@ def test_lemma2_post_ln_ffn_monte_carlo():
     W2 = torch.randn(n, d, d, generator=g, dtype=torch.float64) / math.sqrt(d)
     x5 = x3 + torch.einsum("nd,nde->ne", F.relu(torch.einsum("nd,nde->ne", x3, W1)), W2)
     assert abs((x5**2).sum(-1).mean().item() / hidden.post_ln_hidden_norm_sq(d) - 1) < 0.02
-
-
-def _tiny(placement="post", N=3, **kw):
-    task = tfx.synthetic("reverse", vocab=8, length=5)
-    m = tfx.build_model(n_enc=N, n_dec=0, placement=placement, d_model=16, n_heads=2, d_ffn=32,
-                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **kw)
-    return m, task, task.batch(0, 4)
 
 
 def test_hidden_norms_post_ln_output_is_d_and_pre_ln_stream_is_cumulative():
