@@ -63,6 +63,14 @@ def code_version() -> str:
         return f"tfx {__version__}"
 
 
+def build_for_run(config: ModelConfig, task, train_cfg: TrainConfig, init_batch_size: int | None = None):
+    """The model a run starts from: ``config`` with initial weights from ``train_cfg.seed``;
+    initialisers that look at data (Admin's profiling pass) get ``task.batch(0, …)`` of
+    ``init_batch_size`` sequences (default: the training batch size). ``tfx.train(model,
+    task, train_cfg)`` on it is then exactly the recorded run."""
+    return build_model(config, batch=task.batch(0, init_batch_size or train_cfg.batch_size), seed=train_cfg.seed)
+
+
 def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed: int = 0,
             init_batch_size: int | None = None, checkpoint_path: str | None = None,
             checkpoint_every: int = 0) -> Record:
@@ -76,9 +84,8 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
     bookkeeping, not part of what ran, so the Record's configs leave it out.
     """
     tc = train_cfg.replace(seed=seed)
-    batch = task.batch(0, init_batch_size or tc.batch_size)
     t0 = time.perf_counter()
-    model = build_model(config, batch=batch, seed=seed)
+    model = build_for_run(config, task, tc, init_batch_size)
     build_time = time.perf_counter() - t0
     if checkpoint_path:
         hist = train(model, task, tc.replace(checkpoint_path=str(checkpoint_path),
