@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate the shipped German→English corpora ``tfx/corpora/libreoffice_de_en`` (4k
-training pairs) and ``tfx/corpora/libreoffice_de_en_large`` (every pair: ~29k).
+"""Regenerate the shipped German→English corpora ``tfx/runs/corpora/libreoffice_de_en`` (4k
+training pairs) and ``tfx/runs/corpora/libreoffice_de_en_large`` (every pair: ~29k).
 
 Source: the LibreOffice help pages in Debian's ``libreoffice-help-de`` and
 ``libreoffice-help-en-us`` packages (MPL-2.0, © The Document Foundation and
@@ -44,7 +44,7 @@ Reproducibility: the packages receive security updates, which may change the
 help text.  ``--check`` regenerates from whatever version the archive serves
 now; a mismatch may therefore mean the package was updated, not that the shipped
 files were corrupted (the NOTICE records the versions used).  The shipped files
-and their SHA256SUMS are the pin; ``tfx.corpus.verify_corpus()`` checks them.
+and their SHA256SUMS are the pin; ``tfx.runs.corpus.verify_corpus()`` checks them.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ MIN_WORDS, MAX_WORDS = 3, 64
 SKIP_CLASSES = {"code", "codeintable", "smathcode", "bascode"}
 ID_RE = re.compile(r"^(par|hd)_id")
 DATA_FILES = ("train.tsv.gz", "valid.tsv.gz", "test.tsv.gz", "files.tsv")
-OUT_DIR = Path(__file__).resolve().parents[1] / "tfx" / "corpora" / "libreoffice_de_en"
+OUT_DIR = Path(__file__).resolve().parents[1] / "tfx" / "runs" / "corpora" / "libreoffice_de_en"
 LARGE_DIR = OUT_DIR.with_name("libreoffice_de_en_large")
 LARGE_FILES = ("train.tsv.gz", "files.tsv")  # valid and test: those of OUT_DIR
 MPL_URL = "https://mozilla.org/MPL/2.0/"
@@ -237,7 +237,7 @@ def mpl_text(work: Path) -> str:
 
 
 NOTICE_TEMPLATE = """\
-LibreOffice help German–English parallel corpus (tfx/corpora/libreoffice_de_en)
+LibreOffice help German–English parallel corpus (tfx/runs/corpora/libreoffice_de_en)
 ================================================================================
 
 The sentence pairs in train.tsv.gz, valid.tsv.gz and test.tsv.gz are extracted,

@@ -46,7 +46,8 @@ def test_notebook_imports_tfx_and_prints_profile(nb):
     cells = json.loads(nb.read_text())["cells"]
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     assert "sys.modules" in code[0]  # Colab only
-    assert "tfx.notebook.setup(" in code[1], "second code cell must print profile and device"
+    assert "notebook.setup(" in code[1] and "from tfx.book import notebook" in code[1], \
+        "second code cell must import tfx.book.notebook and print profile and device"
     body = "\n".join(code)
     assert not re.search(r"^\s*class \w+\(.*nn\.Module\)", body, re.M), "define models in tfx, not in notebooks"
 
@@ -71,7 +72,7 @@ def test_colab_links_point_at_this_repository():
 # and the chapters, so it cannot drift from them.
 # --------------------------------------------------------------------------
 
-from tfx import claims  # noqa: E402
+from tfx.book import claims  # noqa: E402
 
 REGENERATE = "regenerate it: python -m tfx.claims book/claims.md"
 
@@ -173,17 +174,17 @@ def _ln4_axes(depths, fixed):
     a.errorbar(depths, [1.0 + 0.1 * k for k in range(len(depths))], fmt="o")
     a.set_yscale("log")
     if fixed:
-        tfx.plot.log_ticks(a, depths)
+        tfx.book.plot.log_ticks(a, depths)
     else:  # how chapter 4's LN-4 figure once set its ticks
         a.set_xscale("log")
         a.set_xticks(depths, [str(n) for n in depths])
-    found = tfx.plot.overlapping_tick_labels(fig)
+    found = tfx.book.plot.overlapping_tick_labels(fig)
     plt.close(fig)
     return found
 
 
 def test_log_depth_axis_tick_labels_do_not_overlap():
-    from tfx.profiles import PROFILE_NAMES, get_profile
+    from tfx.runs.profiles import PROFILE_NAMES, get_profile
 
     book_depths = get_profile("book").depths
     assert _ln4_axes(book_depths, fixed=False), "the overlap check must catch the old LN-4 axis"
@@ -194,8 +195,8 @@ def test_log_depth_axis_tick_labels_do_not_overlap():
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_log_axes_with_hand_set_ticks_use_log_ticks(nb):
     """Fixed ticks on a log axis spanning about a decade collide with matplotlib's labelled
-    minor ticks; tfx.plot.log_ticks sets both."""
+    minor ticks; tfx.book.plot.log_ticks sets both."""
     for c in json.loads(nb.read_text())["cells"]:
         src = "".join(c["source"]) if c["cell_type"] == "code" else ""
         log_x = re.search(r"set_xscale\(\s*[\"']log|\.loglog\(|\.semilogx\(", src)
-        assert not (log_x and "set_xticks(" in src), f"{nb.name}: use tfx.plot.log_ticks for a log axis's ticks"
+        assert not (log_x and "set_xticks(" in src), f"{nb.name}: use tfx.book.plot.log_ticks for a log axis's ticks"

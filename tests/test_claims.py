@@ -13,8 +13,11 @@ import pytest
 import torch
 
 import tfx
-from tfx import adam, change, constants, dependency, fit, gradients, hidden, jacobian, results
-from tfx.experiment import Experiment
+import tfx.runs.sweep
+from tfx.nn import constants
+from tfx.theory import adam, change, dependency, fit, gradients, hidden, jacobian
+from tfx.runs import results
+from tfx.runs.experiment import Experiment
 
 
 # ============================================================== LN-1 … LN-5
@@ -262,8 +265,8 @@ def test_AD_2_admin_reparameterises_to_post_ln():
 
 # ============================================================== TF-1, TF-2
 # Huang et al. 2020 (T-Fixup). The left side of the condition is measured in gains
-# (tfx.bounds: a Xavier matrix and a unit-variance vector have size 1).
-from tfx import bounds  # noqa: E402
+# (tfx.theory.bounds: a Xavier matrix and a unit-variance vector have size 1).
+from tfx.theory import bounds  # noqa: E402
 
 _FIX_TASK = tfx.synthetic("reverse", length=12)
 _FIX_SIZES = dict(d_model=64, n_heads=4, d_ffn=256)
@@ -386,7 +389,7 @@ def test_LP_3_lipschitz_init_keeps_the_v1_residual():
 # RZ-1 is claims.md's ReZero row (Bachlechner et al. 2021; Liu et al. 2020 §5.3). DeepNorm
 # (Wang et al. 2022) has no id in claims.md ("beyond the seeds"): the book calls its claim DN-1.
 # Width 64 / 32, one thread; tolerances checked on seeds 0–2.
-from tfx import scaling  # noqa: E402
+from tfx.theory import scaling  # noqa: E402
 
 
 def test_RZ_1_rezero_is_the_identity_at_init():
@@ -526,7 +529,7 @@ def test_WU_2_pre_ln_without_warmup_reaches_post_ln_warmup_loss_sooner():
     pre = results.select(fixes, fix="Pre-LN, Adam")
     assert pre[0].train_config.lr == post[0].train_config.lr and len(pre) >= 2
     target = float(max(r.history.eval_loss[-1] for r in post))
-    reach = lambda rs: [tfx.sweep.first_step_below(r.history.eval_step, r.history.eval_loss, target) for r in rs]  # noqa: E731
+    reach = lambda rs: [tfx.runs.sweep.first_step_below(r.history.eval_step, r.history.eval_loss, target) for r in rs]  # noqa: E731
     s_pre, s_post = reach(pre), reach(post)
     assert None not in s_pre and None not in s_post
     assert max(s_pre) < min(s_post)
@@ -545,7 +548,7 @@ def test_WU_3_update_and_gradient_magnitudes_fall_further_without_warmup():
         fall = {}
         for w in (none, warm):
             run = runs[w]
-            model = tfx.model.build_model(tfx.ModelConfig.for_task(task, **run.model), seed=seed)
+            model = tfx.build_model(tfx.ModelConfig.for_task(task, **run.model), seed=seed)
             fs = adam.first_steps(model, task, run.train.replace(seed=seed), steps=30, every=3)
             fall[w] = (fs.grad_median[0] / fs.grad_median[-1], fs.update_median[0] / fs.update_median[-1])
         assert fall[none][1] > 3 * fall[warm][1]  # updates: step 1 is lr·sign(g) without warmup

@@ -5,38 +5,32 @@ Pre-LN, Admin, T-Fixup, Lipschitz init, ReZero, DeepNorm), the probes that
 measure them, and a trainer that survives divergence.
 
     import tfx
-    data = tfx.data.load_corpus()
+    data = tfx.load_corpus()
     cfg = tfx.ModelConfig.for_task(data, n_enc=12, n_dec=12, placement="admin", init="admin")
     model = tfx.build_model(cfg, batch=data.batch(0, 32))
     history = tfx.train(model, data, steps=200, warmup=0)
 
-Modules, one question of the book each; each holds the papers' formula (and its sympy
-derivation) beside the probe that measures it in a model:
+The library has four wings, and imports run one way (tests/test_architecture.py):
 
-    blocks      where does the norm sit? (Post-LN, Pre-LN, Admin, ReZero, DeepNorm side by side)
-    model, init the Transformer; each initialiser, with its formula and paper
-    jacobian    what does LayerNorm's Jacobian do to a gradient?               (LN-1)
-    hidden      how large does the hidden state grow at initialisation?       (LN-2, LN-3)
-    gradients   how large are the gradients at initialisation, layer by layer,
-                and the updates Adam and SGD make from them?                  (LN-4, LN-5, GV-1, GV-3)
-    dependency  how much does each sub-layer's output depend on each branch?  (AM-1, AD-1)
-    change      how much does the output move when the weights move?          (AM-2, AD-2)
-    bounds      how large can an update or a residual be? (T-Fixup, Lipschitz init)
-    scaling     how should the residual be scaled with depth? (ReZero, DeepNorm)
-    constants   what constants do the fixes choose? (Admin's ω, T-Fixup, Lipschitz, DeepNorm)
-    fit         does a measurement follow the predicted shape? (line and power-law fits)
-    hooks       how do we see inside one forward pass? (the probes' shared hooks)
-    train, diagnose, adam   training that survives divergence; where a run blew up; Adam's steps
-    data, corpus, profiles, sweep, experiment, results, plot, explorer, widgets, claims
-    sweep_explorers   what did every seed of one cell of a recorded sweep do?
+    tfx.nn      the model: config, batch, blocks, model, init, constants, hooks, optim
+    tfx.theory  what the papers predict, beside the probe that measures it (uses nn)
+    tfx.runs    training and many runs (uses nn, and the probes a run records)
+    tfx.book    what a chapter needs to show it (uses every wing; nothing imports it)
+
+The short names below are the ones notebooks use; everything else is imported from
+its wing (``from tfx.theory import jacobian``).
 """
-from . import (bounds, change, constants, data, dependency, fit, gradients, hidden, hooks, init, jacobian, notebook,
-               plot, profiles, results, scaling, sweep)
-from .config import ModelConfig, TrainConfig
-from .data import Batch, load_task, synthetic
-from .init import initialize, reparameterize_admin
-from .model import Transformer, build_model
-from .profiles import get_profile
-from .train import History, train
+from . import nn, runs, theory
+from .nn.batch import Batch
+from .nn.config import ModelConfig, TrainConfig
+from .nn.init import initialize, reparameterize_admin
+from .nn.model import Transformer, build_model
+from .runs.corpus import load_corpus
+from .runs.data import load_task, synthetic
+from .runs.profiles import get_profile
+from .runs.train import History, train
 
 __version__ = "0.1.0"
+
+__all__ = ["Batch", "History", "ModelConfig", "TrainConfig", "Transformer", "build_model", "get_profile",
+           "initialize", "load_corpus", "load_task", "reparameterize_admin", "synthetic", "train"]

@@ -1,0 +1,149 @@
+"""tfx.book.sweep_explorers: every seed of a recorded grid cell, read from the records (no training)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tfx.book import sweep_explorers as se
+from tfx.nn.config import ModelConfig, TrainConfig
+from tfx.runs.experiment import Experiment
+from tfx.runs.results import Record
+from tfx.runs.train import History
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+CHANCE = 3.2
+
+
+def _record(point: dict, seed: int, status: str = "ok", steps: int = 40, end: float = 0.5, lr: float = 1e-3,
+            diverged_at: int = 0) -> Record:
+    """A made-up record: the loss falls from chance to ``end`` (a diverged one stops at
+    ``diverged_at`` with a non-finite loss, as the trainer records it)."""
+    n = diverged_at or steps
+    step = list(range(1, n + 1))
+    loss = list(np.linspace(CHANCE, end, steps)[:n] + 0.01 * seed)
+    if diverged_at:
+        loss[-1] = math.inf
+    h = History(status=status, steps_done=n, step=step, loss=loss, grad_norm=[1.0 + seed] * n,
+                update_norm=list(np.geomspace(1.0, 0.1, n)), eval_step=[s for s in step if s % 10 == 0],
+                eval_loss=[loss[s - 1] + 0.05 for s in step if s % 10 == 0], chance_loss=CHANCE,
+                diverged_step=diverged_at)
+    return Record(label=" · ".join(point.values()), config=ModelConfig(), train_config=TrainConfig(steps=steps, lr=lr),
+                  seed=seed, code_version="abc123", device="cpu", wall_time=1.0, status=status, history=h,
+                  profile="book", point=dict(point), finished_at="2026-11-23T08:00:00")
+
+
+@pytest.fixture
+def depth():
+    """depth.toml's book grid, recorded for every architecture but the last one it declares
+    (as when a new row is added to the file and not yet run); Post-LN at 6 layers: one seed
+    diverged, one stuck."""
+    exp = Experiment.load(EXPERIMENTS / "depth")
+    archs = [name for name, _ in exp.grid("book")["architecture"]]
+    recs = []
+    for a in archs[:-1]:
+        for d in ("2 layers", "6 layers"):
+            for seed in (0, 1):
+                if (a, d) == ("Post-LN", "6 layers"):
+                    recs.append(_record({"architecture": a, "depth": d}, seed,
+                                        *(("diverged", 40, 0.5, 1e-3, 17) if seed == 0 else ("stuck", 40, 3.19))))
+                else:
+                    recs.append(_record({"architecture": a, "depth": d}, seed, end=0.2 + 0.1 * len(a) / 10))
+    return exp, archs, recs
+
+
+def test_controls_are_the_experiment_grid_and_an_unrecorded_variant_says_so(depth):
+    exp, archs, recs = depth
+    e = se.depth_explorer(recs, exp, "book", default={"depth": "6 layers"})
+    assert e.controls == {"architecture": archs, "depth": ["2 layers", "6 layers"]}
+    assert e.default == {"architecture": archs[0], "depth": "6 layers"}
+    missing = e.panels(architecture=archs[-1], depth="2 layers")  # declared, never recorded
+    assert "not recorded yet" in missing[0].note and archs[-1] in missing[0].note
+    assert not any(True for p in missing for _ in p.series())
+    spec = e.spec()  # every state, the unrecorded ones included, renders
+    assert len(spec["params"]) == 3 and "profile book" in spec["title"]["subtitle"]
+    assert "device cpu" in spec["title"]["subtitle"]
+
+
+def test_one_line_per_seed_equal_to_the_recorded_history(depth):
+    exp, archs, recs = depth
+    e = se.depth_explorer(recs, exp, "book")
+    loss, val = e.panels(architecture="Pre-LN", depth="2 layers")
+    cell = [r for r in recs if r.point == {"architecture": "Pre-LN", "depth": "2 layers"}]
+    assert sorted(k for k in loss.lines if k.startswith("seed")) == ["seed 0", "seed 1"]
+    for r in cell:
+        xs, ys = loss.lines[f"seed {r.seed}"]
+        np.testing.assert_array_equal(xs, r.history.step)
+        np.testing.assert_array_equal(ys, r.history.loss)
+        xs, ys = val.lines[f"seed {r.seed}"]
+        np.testing.assert_array_equal(xs, r.history.eval_step)
+        np.testing.assert_array_equal(ys, r.history.eval_loss)
+    assert loss.lines["chance"][1] == [CHANCE, CHANCE]
+    assert loss.lines["0.5 × chance (learned below)"][1] == [CHANCE / 2, CHANCE / 2]
+    assert loss.note.splitlines() == [f"seed {r.seed}: learned, final loss {r.final_loss:.2f}" for r in cell]
+
+
+def test_a_diverged_run_is_marked_and_its_curve_ends(depth):
+    exp, archs, recs = depth
+    e = se.depth_explorer(recs, exp, "book")
+    loss, _ = e.panels(architecture="Post-LN", depth="6 layers")
+    stuck = next(r for r in recs if r.point == {"architecture": "Post-LN", "depth": "6 layers"} and r.seed == 1)
+    assert loss.note.splitlines() == ["seed 0: diverged at step 17", f"seed 1: stuck, final loss {stuck.final_loss:.2f}"]
+    xs, ys = loss.lines["seed 0"]
+    assert np.isfinite(ys).sum() == 16 and not np.isfinite(ys[-1])
+    drawn = [r for r in e.spec()["datasets"]["tfx"]  # what the HTML draws: the finite points only
+             if r["p"] == 0 and r["m"] == "l" and r["g"] == 0
+             and r["s"] == e.states().index({"architecture": "Post-LN", "depth": "6 layers"})]
+    assert max(r["x"] for r in drawn) == 16
+
+
+def test_warmup_explorer_has_four_panels_per_seed_and_long_histories_are_thinned():
+    exp = Experiment.load(EXPERIMENTS / "warmup")
+    grid = se.grid_axes(exp, "book")
+    recs = [_record({"optimizer": o, "train.warmup": w}, seed, steps=1000)
+            for o in grid["optimizer"] for w in grid["train.warmup"] for seed in (0, 1, 2)]
+    e = se.warmup_explorer(recs, exp, "book", default={"optimizer": grid["optimizer"][1], "train.warmup": "warmup=0"})
+    assert list(e.controls) == ["optimizer", "train.warmup"]
+    panels = e.panels(**e.default)
+    assert [p.title for p in panels] == [se.CURVES[c][0] for c in ("loss", "eval_loss", "update_norm", "grad_norm")]
+    for p in panels:
+        assert [k for k in p.lines if k.startswith("seed")] == ["seed 0", "seed 1", "seed 2"]
+        assert len(p.note.splitlines()) == 3
+    xs, ys = panels[0].lines["seed 2"]
+    assert len(xs) <= se.MAX_POINTS and xs[0] == 1 and xs[-1] == 1000
+    assert ys[-1] == pytest.approx(recs[2].history.loss[-1])
+    assert panels[2].note.splitlines()[0] == "seed 0: step 1: 1, last: 0.1"
+
+
+def test_stability_explorer_names_failed_runs_and_leaves_diverged_ones_off_the_axis():
+    exp = Experiment.load(EXPERIMENTS / "stability-map")
+    grid = se.grid_axes(exp, "book")
+    lrs = {"lr=0.001": 1e-3, "lr=0.003": 3e-3, "lr=0.01": 1e-2}
+    recs = []
+    for a in grid["architecture"]:
+        for b in grid["beta2"]:
+            for name, lr in lrs.items():
+                for seed in (0, 1):
+                    p = {"architecture": a, "beta2": b, "train.lr": name}
+                    if (a, name, seed) == ("Post-LN", "lr=0.01", 1):
+                        recs.append(_record(p, seed, "diverged", lr=lr, diverged_at=9))
+                    else:
+                        recs.append(_record(p, seed, lr=lr))
+    e = se.stability_explorer(recs, exp, "book", default={"train.lr": "lr=0.01"})
+    final, curves = e.panels(**e.default)
+    assert final.points["seed 0"][0] == [1e-3, 3e-3, 1e-2] and final.points["seed 1"][0] == [1e-3, 3e-3]
+    assert final.note.splitlines() == ["stuck or diverged: 1 of 6 runs", "lr=0.01: 1 diverged"]
+    assert curves.note.splitlines()[1] == "seed 1: diverged at step 9"
+    assert final.lines["chosen lr"][0] == [1e-2, 1e-2]
+
+
+def test_bad_arguments_name_the_field(depth):
+    exp, _, recs = depth
+    with pytest.raises(ValueError, match="axes: 'width'"):
+        se.grid_axes(exp, "book", ("architecture", "width"))
+    with pytest.raises(ValueError, match="curves: 'bleu'"):
+        se.grid_explorer(recs, {"depth": ["2 layers"]}, ("loss", "bleu"))
+    with pytest.raises(ValueError, match="records"):
+        se.depth_explorer([], exp, "book")

@@ -1,0 +1,37 @@
+"""tfx.runs.results helpers the training chapters use: load_or_run, select, table, provenance;
+and tfx.runs.sweep.first_step_below."""
+from __future__ import annotations
+
+import math
+
+from tfx.runs import results, sweep
+from tfx.runs.sweep import first_step_below
+
+
+def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
+    assert sweep.load_or_run("warmup-fixes", "full", results_dir=tmp_path) == []  # full: a GPU's job
+    assert sweep.load_or_run("warmup-fixes", "quick", run_missing=False, results_dir=tmp_path) == []
+    recs = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)
+    assert [r.point["fix"] for r in recs] == ["Pre-LN, Adam", "Post-LN, RAdam"]
+    assert (tmp_path / "warmup-fixes.quick.jsonl").exists()
+    again = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)  # read back, not rerun
+    assert [r.key for r in again] == [r.key for r in recs]
+
+    assert results.select(recs, fix="Post-LN, RAdam")[0].train_config.optimizer == "radam"
+    assert results.select(recs, fix="nothing") == []
+    table = results.table(recs, rows="fix", cols="fix").splitlines()
+    assert table[0] == "| fix | Pre-LN, Adam | Post-LN, RAdam |" and len(table) == 4
+    assert table[2].count("—") == 1  # a row has no run in the other row's column
+    pre = results.select(recs, fix="Pre-LN, Adam")[0]
+    assert f"{pre.final_loss:.2f}" in table[2]
+    by_eval = results.table(recs, rows="fix", cols="fix", fmt="{:.4f}", value=results.final_eval_loss).splitlines()
+    assert f"{pre.history.eval_loss[-1]:.4f}" in by_eval[2] and by_eval[2] != table[2]
+    prov = results.provenance(recs)
+    assert prov.startswith("device cpu · code ") and recs[0].finished_at[:10] in prov
+
+
+def test_first_step_below():
+    steps, values = [10, 20, 30, 40], [3.0, math.nan, 1.0, 0.5]
+    assert first_step_below(steps, values, 1.0) == 30
+    assert first_step_below(steps, values, 0.1) is None
+    assert first_step_below(steps, values, 5.0) == 10

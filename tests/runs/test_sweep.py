@@ -1,0 +1,93 @@
+"""tfx.runs.sweep: a grid of runs, each recorded with config, seed, code version, device, time, status."""
+import json
+import math
+
+import pytest
+
+import tfx
+from tfx.runs import sweep
+
+
+@pytest.fixture(scope="module")
+def task():
+    return tfx.synthetic("reverse", vocab=8, length=4)
+
+
+def _cfg(task, **kw):
+    return tfx.ModelConfig.for_task(task, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1, **kw)
+
+
+@pytest.fixture(scope="module")
+def records(task):
+    configs = {"Post-LN": _cfg(task, placement="post"),
+               "Admin": _cfg(task, placement="admin", init="admin")}
+    return sweep.run_grid(configs, task, tfx.TrainConfig(steps=3, batch_size=4, lr=1e-3), seeds=[0, 1])
+
+
+def test_grid_order_and_fields(records):
+    assert [(r.label, r.seed) for r in records] == [("Post-LN", 0), ("Post-LN", 1), ("Admin", 0), ("Admin", 1)]
+    for r in records:
+        assert r.status in ("ok", "stuck", "diverged")
+        assert r.status == r.history.status == r["status"]
+        assert r.train_config.seed == r.seed
+        assert r.history.steps_done == 3 and len(r.history.loss) == 3
+        assert r.wall_time > 0 and r.device == "cpu"
+        assert r.code_version and isinstance(r.code_version, str)
+        d = r.to_dict()
+        assert {"label", "config", "train_config", "seed", "code_version", "device", "amp_dtype",
+                "wall_time", "status", "reason", "history", "bleu", "task"} <= set(d)
+        assert d["amp_dtype"] == "float32" and d["task"] == "reverse-v8-l4" and d["bleu"] is None
+        back = sweep.Record.from_dict(json.loads(json.dumps(d))).to_dict()
+        assert json.dumps(back) == json.dumps(d)  # a record survives its JSON line
+
+
+def test_same_seed_same_numbers(task, records):
+    again = sweep.run_one("Post-LN", _cfg(task, placement="post"), task,
+                          tfx.TrainConfig(steps=3, batch_size=4, lr=1e-3), seed=0)
+    assert again.history.loss == records[0].history.loss
+    assert records[0].history.loss != records[1].history.loss  # another seed, other weights
+
+
+def test_admin_gets_a_profiling_batch(records):
+    # init="admin" needs a batch: run_grid supplies one, and ω is no longer all ones
+    assert all(r.status in ("ok", "stuck") for r in records if r.label == "Admin")
+
+
+def test_helpers(records):
+    assert list(sweep.by_label(records)) == ["Post-LN", "Admin"]
+    h = sweep.histories(records, seed=1)
+    assert h["Admin"] is records[3].history
+    s = sweep.summary(records)
+    assert s["Post-LN"]["n"] == 2 and len(s["Post-LN"]["statuses"]) == 2
+    assert math.isfinite(s["Admin"]["mean_final_loss"])
+
+
+def test_per_label_train_configs(task):
+    cfgs = {"a": _cfg(task), "b": _cfg(task)}
+    tcs = {"a": tfx.TrainConfig(steps=2, batch_size=4), "b": tfx.TrainConfig(steps=3, batch_size=4, warmup=2)}
+    recs = sweep.run_grid(cfgs, task, tcs, seeds=1)
+    assert [r.history.steps_done for r in recs] == [2, 3]
+    assert recs[1].history.lr[0] == pytest.approx(tcs["b"].lr / 2)
+
+
+def test_bad_arguments(task):
+    with pytest.raises(ValueError, match="empty"):
+        sweep.run_grid({}, task, tfx.TrainConfig(steps=1))
+    with pytest.raises(ValueError, match="seeds"):
+        sweep.run_grid({"a": _cfg(task)}, task, tfx.TrainConfig(steps=1), seeds=[])
+    with pytest.raises(ValueError, match="not a ModelConfig"):
+        sweep.run_grid({"a": {"placement": "post"}}, task, tfx.TrainConfig(steps=1))
+    with pytest.raises(ValueError, match="no TrainConfig"):
+        sweep.run_grid({"a": _cfg(task)}, task, {"b": tfx.TrainConfig(steps=1)})
+
+
+def test_code_version_is_a_commit_or_the_package_version():
+    v = sweep.code_version()
+    assert v.startswith("tfx ") or len(v.split("+")[0]) == 12
+
+
+def test_steps_to_loss():
+    h = tfx.History(step=[1, 2, 3, 4, 5], loss=[4.0, 3.0, 2.0, 1.0, 0.5])
+    assert sweep.steps_to_loss(h, 2.6, smooth=2) == 3  # (3 + 2) / 2 = 2.5
+    assert sweep.steps_to_loss(h, 0.1, smooth=2) is None
+    assert sweep.steps_to_loss(tfx.History(step=[1, 2], loss=[float("nan"), 0.1]), 1.0, smooth=2) is None

@@ -1,0 +1,224 @@
+"""File-backed sweeps: experiment files, results files, skip and resume, jobs and shards.
+
+The kill test runs a real sweep in a subprocess, SIGKILLs it in the middle of a run,
+reruns it, and checks the records equal those of a sweep that was never interrupted."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tfx.runs import results, sweep
+from tfx.runs.experiment import Experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TINY = """
+description = "three tiny runs, with dropout so that an inexact resume would show"
+seeds = [0]
+checkpoint_every = 10
+model = { d_model = 16, n_heads = 2, d_ffn = 32, n_enc = 1, n_dec = 1, dropout = 0.1 }
+train = { steps = 200, batch_size = 4, eval_batches = 1 }
+task = "reverse"
+
+[grid.lr]
+a = { train.lr = 1e-3 }
+b = { train.lr = 2e-3 }
+c = { train = { lr = 3e-3, warmup = 20 } }
+
+[profiles.quick]
+seeds = [0]
+"""
+
+
+def _write(tmp_path, text=TINY, name="tiny"):
+    p = tmp_path / f"{name}.toml"
+    p.write_text(text)
+    return p
+
+
+def _comparable(rec):
+    """A record without the fields that depend on when and how fast it ran."""
+    d = rec.to_dict() if hasattr(rec, "to_dict") else dict(rec)
+    for k in ("wall_time", "finished_at"):
+        d.pop(k)
+    d["history"] = {k: v for k, v in d["history"].items() if k != "wall_time"}
+    return json.loads(json.dumps(d))  # NaN-safe comparison of lists goes through the same JSON
+
+
+def _sweep_cmd(exp_path, res):
+    return [sys.executable, "-m", "tfx.runs.sweep", str(exp_path), "--profile", "quick", "--results", str(res)]
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TFX_PROFILE", None)
+    return env
+
+
+def test_kill_9_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path):
+    exp_path = _write(tmp_path)
+    exp = Experiment.load(exp_path)
+    runs = exp.runs("quick")
+    key_b = sweep.run_key(exp.name, "quick", "reverse", runs[1], sweep.code_version())
+    killed = tmp_path / "killed"
+    ckpt_b = killed / "checkpoints" / "tiny.quick" / f"{key_b}.pt"
+    out = killed / "tiny.quick.jsonl"
+
+    proc = subprocess.Popen(_sweep_cmd(exp_path, killed), cwd=ROOT, env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not ckpt_b.exists():  # run a recorded, run b under way
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the sweep never reached run b"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    n_recorded = len(out.read_text().splitlines())
+    in_flight = list(ckpt_b.parent.glob("*.pt"))
+    # killed in the middle of run b (or, on a very busy machine, of run c): a run recorded, one half done
+    assert n_recorded in (1, 2) and len(in_flight) == 1
+
+    rerun = subprocess.run(_sweep_cmd(exp_path, killed), cwd=ROOT, env=_env(), capture_output=True, text=True,
+                           timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{n_recorded} already recorded" in rerun.stderr
+    assert "resumed from its checkpoint" in rerun.stderr
+    assert not list(ckpt_b.parent.glob("*.pt"))  # a finished run's checkpoint is removed
+
+    clean = sweep.run_experiment(exp, "quick", tmp_path / "clean", progress=False)
+    resumed = results.read(out)
+    assert [r.label for r in resumed] == ["a", "b", "c"]
+    assert [_comparable(r) for r in resumed] == [_comparable(r) for r in clean]
+    assert all(r.history.steps_done == 200 for r in resumed)
+
+
+def test_rerun_skips_recorded_runs_and_records_hold_everything(tmp_path):
+    exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 5"))
+    first = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
+    again = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
+    lines = (tmp_path / "r" / "tiny.quick.jsonl").read_text().splitlines()
+    assert len(lines) == 3  # the rerun recorded nothing new
+    assert [_comparable(r) for r in again] == [_comparable(r) for r in first]
+    d = json.loads(lines[0])
+    for k in ("label", "config", "train_config", "seed", "code_version", "profile", "device", "amp_dtype",
+              "wall_time", "status", "reason", "history", "bleu", "task", "point", "experiment", "key"):
+        assert k in d, k
+    assert d["experiment"] == "tiny" and d["profile"] == "quick" and d["task"].startswith("reverse")
+    assert d["point"] == {"lr": "a"} and d["amp_dtype"] == "float32" and d["device"] == "cpu"
+    assert d["train_config"]["checkpoint_path"] is None  # bookkeeping is not part of what ran
+    assert d["history"]["steps_done"] == 5 and d["status"] in ("ok", "stuck", "diverged")
+
+
+def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
+    exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 3"))
+    recs = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
+    f = tmp_path / "r" / "tiny.quick.jsonl"
+    whole = f.read_text()
+    f.write_text(whole + whole.splitlines()[1][:100])  # a half-written line at the end
+    with pytest.warns(UserWarning, match="not a whole record"):
+        back = results.read(f)
+    assert [_comparable(r) for r in back] == [_comparable(r) for r in recs]
+
+
+def test_shards_partition_the_runs_and_merge_back(tmp_path):
+    exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 4"))
+    whole = sweep.run_experiment(exp_path, "quick", tmp_path / "whole", progress=False)
+    parts = [sweep.run_experiment(exp_path, "quick", tmp_path / "sh", shard=f"{i}/2", progress=False)
+             for i in range(2)]
+    assert [r.label for r in parts[0]] == ["a", "c"] and [r.label for r in parts[1]] == ["b"]
+    files = results.files_for(tmp_path / "sh", "tiny", "quick")
+    assert [f.name for f in files] == ["tiny.quick.shard-0-of-2.jsonl", "tiny.quick.shard-1-of-2.jsonl"]
+    merged = results.load("tiny", "quick", tmp_path / "sh")
+    assert [_comparable(r) for r in merged] == [_comparable(r) for r in whole]
+    # the same runs recorded twice (a shard rerun into another file) still read once
+    (tmp_path / "sh" / "tiny.quick.jsonl").write_text((tmp_path / "whole" / "tiny.quick.jsonl").read_text())
+    assert len(results.load("tiny", "quick", tmp_path / "sh")) == 3
+    with pytest.raises(ValueError, match="shard='2/2'"):
+        sweep.parse_shard("2/2")
+    with pytest.raises(ValueError, match="shard='x'"):
+        sweep.parse_shard("x")
+
+
+def test_jobs_run_in_processes_with_the_same_numbers(tmp_path):
+    exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 6"))
+    one = sweep.run_experiment(exp_path, "quick", tmp_path / "one", progress=False)
+    two = sweep.run_experiment(exp_path, "quick", tmp_path / "two", jobs=2, progress=False)
+    assert [_comparable(r) for r in two] == [_comparable(r) for r in one]
+
+
+def test_the_quick_experiments_run_end_to_end(tmp_path):
+    for name, n in (("warmup", 6), ("depth", 14)):
+        recs = sweep.run_experiment(ROOT / "experiments" / name, "quick", tmp_path, progress=False)
+        assert len(recs) == n and all(r.status in ("ok", "stuck", "diverged") for r in recs)
+        assert len(results.load(name, "quick", tmp_path)) == n
+    labels = [r.label for r in results.load("depth", "quick", tmp_path)]
+    assert labels[:2] == ["Post-LN · 1 layer", "Post-LN · 2 layers"]
+    admin = [r for r in results.load("depth", "quick", tmp_path) if r.point["architecture"] == "Admin"]
+    assert all(r.config.init == "admin" and r.config.admin_profiling == "train" for r in admin)
+    assert sweep.summary(recs)  # the in-process helpers read file records too
+
+
+@pytest.mark.parametrize("name", ["warmup", "warmup-fixes", "depth", "stability-map", "admin-profiling", "quality"])
+def test_every_experiment_file_is_valid_in_every_profile(name):
+    exp = Experiment.load(ROOT / "experiments" / name)  # checks every profile's runs
+    sizes = {p: len(exp.runs(p)) for p in ("quick", "book", "full")}
+    assert sizes["quick"] < sizes["book"] <= sizes["full"]
+    assert exp.description
+
+
+@pytest.mark.parametrize("text, match", [
+    ("colour = 1", "colour is not a field here"),
+    ("[model]\nplacment = 'post'", "model.placment is not a ModelConfig field"),
+    ("[train]\nseed = 3", "train.seed is set by the sweep runner .use `seeds`"),
+    ("[train]\ncheckpoint_path = 'x'", "train.checkpoint_path is set by the sweep runner"),
+    ("[train]\ncheckpoint_every = 5", "use the top-level `checkpoint_every`"),
+    ("checkpoint_every = 0", "checkpoint_every=0 .profile quick. must be an integer ≥ 1"),
+    ("seeds = 0", "seeds .profile quick. = 0"),
+    ("seeds = [1, 1]", "repeats a seed"),
+    ("[grid]\ntrain.lr = []", "grid.train.lr must be a non-empty list"),
+    ("[grid.arch]\nx = { modle = {} }", "grid.arch.x.modle is not a field here"),
+    ("[grid.arch]\nx = { model = { placement = 'middle' } }", "run 'x' .profile quick.: placement='middle'"),
+    ("[profiles.huge]\nseeds = 1", "profiles.huge is not a profile"),
+    ("[profiles.book]\ngrid.train.lr = [-1.0]", "run 'lr=-1.0' .profile book.: lr=-1.0"),
+    ("task = 'wmt'", "task='wmt'"),
+    ("description = ", "not valid TOML"),
+])
+def test_bad_experiment_files_name_the_field(tmp_path, text, match):
+    with pytest.raises(ValueError, match=match):
+        Experiment.load(_write(tmp_path, text, name="bad"))
+
+
+def test_cli_lists_runs_and_reports_bad_files(tmp_path, capsys):
+    assert sweep.main([str(_write(tmp_path)), "--profile", "quick", "--list", "--shard", "1/2"]) == 0
+    assert capsys.readouterr().out.split() == ["1", "b", "seed", "0"]
+    assert sweep.main([str(tmp_path / "missing"), "--profile", "quick"]) == 1
+    assert "no experiment file" in capsys.readouterr().err
+
+
+def test_the_format_example_in_the_docstring_is_a_valid_experiment():
+    import textwrap
+    import tomllib
+
+    from tfx.runs import experiment
+
+    doc = experiment.__doc__
+    text = textwrap.dedent(doc[doc.index("    # experiments/warmup.toml"):doc.index("Each run's settings")])
+    exp = Experiment.from_dict(tomllib.loads(text), name="example")
+    quick = exp.runs("quick")
+    assert [r.label for r in quick] == ["warmup=0 · Adam", "warmup=0 · SGD", "warmup=20 · Adam", "warmup=20 · SGD"]
+    assert quick[1].train.optimizer == "sgd" and quick[1].train.lr == 0.1 and quick[0].train.steps == 60
+    assert len(exp.runs("book")) == 2 * 2 * 3  # the file's grid and seeds outside quick
+
+
+def test_a_run_that_raises_is_reported_and_the_others_are_recorded(tmp_path):
+    text = TINY.replace("steps = 200", "steps = 3").replace("b = { train.lr = 2e-3 }", "b = { model.max_len = 4 }")
+    with pytest.raises(RuntimeError, match=r"1 run\(s\) raised and were not recorded: b seed 0"):
+        sweep.run_experiment(_write(tmp_path, text), "quick", tmp_path / "r", progress=False)
+    assert [r.label for r in results.read(tmp_path / "r" / "tiny.quick.jsonl")] == ["a", "c"]

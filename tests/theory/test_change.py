@@ -1,0 +1,82 @@
+"""tfx.theory.change: Theorem 2's order (AM-2), the output change under a random perturbation or an
+Adam step, and two models' largest output difference (AD-2)."""
+import numpy as np
+import pytest
+import torch
+
+import tfx
+from tfx.theory import change, fit
+from small_models import BATCH, SIZES, TASK, model as _model
+
+
+def test_output_change_order():
+    assert change.output_change_order("post", 12) == 12.0
+    assert change.output_change_order("pre", 1) == 1.0
+    assert change.output_change_order("pre", 4) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4)
+    Ns = np.array([6, 12, 24, 48, 96, 192])   # H_N - ln N - gamma ~ 1/(2N): slope a bit below 1
+    post = [change.output_change_order("post", n) for n in Ns]
+    pre = [change.output_change_order("pre", n) for n in Ns]
+    assert fit.fit_linear(Ns, post)[2] == pytest.approx(1.0)
+    slope, _, r2 = fit.fit_linear(np.log(Ns), pre)     # H_N ~ ln N + gamma
+    assert slope == pytest.approx(1.0, abs=0.03) and r2 > 0.999
+    assert change.output_change_order("admin", 10) == change.output_change_order("pre", 10)
+
+
+def test_perturb_random_scales_matrices_only():
+    m = _model(n_enc=2, n_dec=0, placement="post")
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    new = change.perturb_random(m, scale=1e-2, seed=3)
+    for n, p in m.named_parameters():
+        assert torch.equal(p, before[n])  # the original is untouched
+    for n, p in new.named_parameters():
+        delta = p.detach() - before[n]
+        if n.startswith("encoder.") and p.ndim == 2:
+            rel = float(delta.std() / before[n].std())
+            assert rel == pytest.approx(1e-2, rel=0.15), n
+        else:  # vectors and embeddings (x_0 fixed) are left alone
+            assert float(delta.abs().max()) == 0, n
+    again = change.perturb_random(m, scale=1e-2, seed=3)
+    assert all(torch.equal(a, b) for a, b in zip(new.parameters(), again.parameters()))
+
+
+def test_adam_step_moves_each_weight_by_lr():
+    m = _model(n_enc=2, n_dec=0, placement="post")
+    new = change.adam_step(m, BATCH, lr=1e-4)
+    for (n, p), q in zip(m.named_parameters(), new.parameters()):
+        step = (q - p).detach().abs()
+        assert float(step.max()) <= 1e-4 * 1.001, n
+        if not n.startswith("encoder."):
+            assert float(step.max()) == 0, n
+    w = dict(new.named_parameters())["encoder.layers.0.ffn.f.fc1.weight"]
+    w0 = dict(m.named_parameters())["encoder.layers.0.ffn.f.fc1.weight"]
+    assert float((w - w0).detach().abs().median()) == pytest.approx(1e-4, rel=0.05)  # ≈ lr · sign(g)
+
+
+def test_output_change_is_quadratic_in_the_perturbation():
+    """Small δ: ΔF is linear in δ, so ‖ΔF‖² scales with its square — for noise and for Adam."""
+    m = _model(n_enc=2, n_dec=0, placement="post")
+    assert change.output_change(m, BATCH, scale=0.0) == 0.0
+    big, small = (change.output_change(m, BATCH, scale=s, seed=1) for s in (1e-2, 1e-3))
+    assert big / small == pytest.approx(100, rel=0.1)
+    big, small = (change.output_change(m, BATCH, "adam", lr=lr) for lr in (1e-5, 1e-6))
+    assert big / small == pytest.approx(100, rel=0.1)
+    with pytest.raises(ValueError, match="perturbation"):
+        change.output_change(m, BATCH, "sgd")
+
+
+def test_stack_output_and_sweep_shapes():
+    m = _model(n_enc=2, n_dec=2)
+    assert change.stack_output(m, BATCH).shape == (8, 7, 32)
+    assert change.stack_output(m, BATCH, "decoder").shape == (8, 7, 32)
+    with pytest.raises(ValueError, match="stack"):
+        change.stack_output(_model(n_enc=2, n_dec=0), BATCH, "decoder")
+    r = change.output_change_sweep(TASK, (1, 2), schemes=("post", "admin"), seeds=2, batch_size=8, **SIZES)
+    assert r["post"].shape == (2, 2) and (r["admin"] > 0).all()
+
+
+def test_max_output_difference():
+    a = _model(n_enc=2, n_dec=2, placement="admin", init="admin")
+    assert change.max_output_difference(a, a, BATCH) == 0.0
+    b = tfx.reparameterize_admin(a)
+    assert change.max_output_difference(a, b, BATCH) < 1e-5
+    assert change.max_output_difference(a, _model(n_enc=2, n_dec=2, seed=1), BATCH) > 1e-2

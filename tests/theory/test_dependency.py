@@ -1,0 +1,84 @@
+"""tfx.theory.dependency: the layer dependency β_{i,j} (AM-1), Admin's β²_{i,i} = 1/i and ω (AD-1)."""
+import numpy as np
+import pytest
+import torch
+
+from tfx.nn import constants, hooks
+from tfx.theory import change, dependency
+from small_models import BATCH, model as _model
+
+
+def test_admin_beta_diag_sq():
+    assert dependency.admin_beta_diag_sq(4) == 0.25
+    assert sum(dependency.admin_beta_diag_sq(i) for i in range(1, 5)) == pytest.approx(change.output_change_order("admin", 4))
+
+
+def test_layer_dependency_pre_ln_is_the_papers_formula():
+    """Pre-LN: β_{i,j} = std(a_j) / std(x_i) with x_i = x_0 + Σ_{j≤i} a_j (Liu et al. §4.1)."""
+    m = _model(n_enc=3, n_dec=0, placement="pre")
+    out = dependency.layer_dependency(m, BATCH)["encoder"]
+    beta = out["beta"]
+    assert beta.shape == (7, 7)
+    assert np.isnan(beta[np.triu_indices(7, 1)]).all()
+    m.eval()
+    with torch.no_grad(), hooks.record_branches(m) as rec:
+        m.loss(BATCH)
+    r = rec["encoder"]
+    stds = [float(r[0]["x"].std())] + [float(x["f"].std()) for x in r]
+    for i in range(1, 7):
+        x_i = r[i]["x"] if i < 6 else r[5]["x"] + r[5]["f"]
+        np.testing.assert_allclose(beta[i, : i + 1], np.array(stds[: i + 1]) / float(x_i.std()), rtol=1e-5)
+    np.testing.assert_allclose(out["branch_var"], np.array(stds[1:]) ** 2, rtol=1e-4)
+
+
+def test_layer_dependency_post_ln_first_row():
+    """Post-LN: x_1 = LN(x_0 + a_1), so β_{1,j} = std(piece j)/std(x_0 + a_1) (LN rescales
+    both pieces by the same factor, which cancels)."""
+    m = _model(n_enc=2, n_dec=0, placement="post")
+    beta = dependency.layer_dependency(m, BATCH)["encoder"]["beta"]
+    m.eval()
+    with torch.no_grad(), hooks.record_branches(m) as rec:
+        m.loss(BATCH)
+    x0, a1 = rec["encoder"][0]["x"], rec["encoder"][0]["f"]
+    z = float((x0 + a1).std())
+    np.testing.assert_allclose(beta[1, :2], [float(x0.std()) / z, float(a1.std()) / z], rtol=1e-4)
+    # rows are (nearly) unit vectors when the pieces are uncorrelated
+    rows = np.nansum(beta**2, axis=1)
+    assert np.all(np.abs(rows - 1) < 0.35), rows
+
+
+def test_layer_dependency_decoder_and_rezero():
+    m = _model(n_enc=2, n_dec=2, placement="pre")
+    d = dependency.layer_dependency(m, BATCH)
+    assert d["decoder"]["beta"].shape == (7, 7) and d["decoder"]["kinds"][1] == "cross-attn"
+    rz = dependency.layer_dependency(_model(n_enc=2, n_dec=0, placement="rezero", init="rezero"), BATCH)["encoder"]
+    # ReZero at init: α = 0, the network is the identity, every branch weight is 0
+    np.testing.assert_allclose(rz["beta"][1:, 0], 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.diag(rz["beta"])[1:], 0.0, atol=1e-7)
+
+
+def test_effective_depth_sums_the_diagonal_and_orders_the_placements():
+    """Σ β²_ii: the diagonal of layer_dependency. Doubling the depth about doubles Post-LN's
+    (every sub-layer's own branch keeps a fixed share) but adds only about ln 2 to Pre-LN's
+    (Σ 1/(i+1) ≈ ln L); ReZero's is 0 at initialisation."""
+    pre = _model(n_enc=4, n_dec=2, placement="pre")
+    ed, d = dependency.effective_depth(pre, BATCH), dependency.layer_dependency(pre, BATCH)
+    assert set(ed) == {"encoder", "decoder"}
+    for s in ed:
+        assert ed[s] == pytest.approx(float(np.sum(np.diag(d[s]["beta"])[1:] ** 2)))
+    enc = {(p, n): dependency.effective_depth(_model(n_enc=n, n_dec=0, placement=p), BATCH)["encoder"]
+           for p in ("post", "pre") for n in (4, 8)}
+    assert enc["post", 8] / enc["post", 4] > 1.7
+    assert enc["pre", 8] - enc["pre", 4] < 1.0 and enc["pre", 8] < enc["post", 4]
+    rz = dependency.effective_depth(_model(n_enc=2, n_dec=0, placement="rezero", init="rezero"), BATCH)
+    assert rz["encoder"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_admin_omegas():
+    pf = _model(n_enc=2, n_dec=2, placement="admin", init="admin-profiling-free")
+    om = dependency.admin_omegas(pf)
+    np.testing.assert_allclose(om["encoder"], constants.admin_omega_profiling_free(4), rtol=1e-6)
+    np.testing.assert_allclose(om["decoder"], constants.admin_omega_profiling_free(6), rtol=1e-6)
+    prof = dependency.admin_omegas(_model(n_enc=3, n_dec=0, placement="admin", init="admin"))["encoder"]
+    assert prof[0] == 1.0 and np.all(np.diff(prof) > 0)  # ω_i² = 1 + Σ_{j<i} Var f_j grows
+    assert np.isnan(dependency.admin_omegas(_model(placement="post"))["encoder"]).all()

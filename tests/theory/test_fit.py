@@ -1,0 +1,42 @@
+"""tfx.theory.fit: line and power-law fits with their R², and the summaries of measured profiles."""
+import numpy as np
+import pytest
+
+from tfx.theory import fit
+
+
+def test_fit_linear_exact_and_noisy():
+    x = np.arange(10.0)
+    slope, icpt, r2 = fit.fit_linear(x, 3 * x - 2)
+    assert slope == pytest.approx(3) and icpt == pytest.approx(-2) and r2 == pytest.approx(1.0)
+    slope, icpt, r2 = fit.fit_linear(x, np.full_like(x, 5.0))
+    assert slope == pytest.approx(0, abs=1e-12) and icpt == pytest.approx(5) and r2 == 1.0
+    rng = np.random.default_rng(0)
+    y = 2 * x + rng.normal(0, 1, x.size)
+    slope, _, r2 = fit.fit_linear(x, y)
+    res = y - np.polyval(np.polyfit(x, y, 1), x)
+    assert r2 == pytest.approx(1 - res @ res / np.sum((y - y.mean()) ** 2))
+    assert 0 < r2 < 1
+    with pytest.raises(ValueError):
+        fit.fit_linear([1.0], [2.0])
+
+
+def test_fit_loglog_exact():
+    x = np.array([1, 2, 4, 8, 16.0])
+    k, c, r2 = fit.fit_loglog(x, 3.5 * x ** -0.5)
+    assert k == pytest.approx(-0.5) and c == pytest.approx(3.5) and r2 == pytest.approx(1.0)
+    k, c, r2 = fit.fit_loglog(x, 1.6 * x ** 0.0)
+    assert k == pytest.approx(0.0, abs=1e-12) and c == pytest.approx(1.6) and r2 == 1.0
+    with pytest.raises(ValueError):
+        fit.fit_loglog([1, 2], [1, -1])
+
+
+def test_profile_stats():
+    up = fit.profile_stats([1, 2, 3, 4])
+    assert up["spearman"] == pytest.approx(1.0) and up["last_over_first"] == 4 and up["slope"] == pytest.approx(1.0)
+    down = fit.profile_stats([4, 3, 2.5, 1])
+    assert down["spearman"] == pytest.approx(-1.0)
+    flat = fit.profile_stats([2, 2, 2])
+    assert flat["cv"] == 0 and flat["spearman"] == 0 and flat["slope"] == pytest.approx(0, abs=1e-12)
+    with pytest.raises(ValueError):
+        fit.profile_stats([1])

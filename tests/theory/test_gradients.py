@@ -1,0 +1,122 @@
+"""tfx.theory.gradients: Theorem 1's exponents (LN-4), per-parameter and per-layer gradient norms
+(LN-4, LN-5), gradients at every sub-layer's output (GV-1) and gradient against update
+sizes (GV-3). Small models, so the file runs in seconds; the claims themselves are tested
+at the quick profile's sizes in tests/test_claims.py."""
+import numpy as np
+import pytest
+import torch
+
+import tfx
+from tfx.nn import hooks
+from tfx.theory import fit, gradients
+from small_models import BATCH, TASK, model as _model, tiny as _tiny
+
+
+def test_theorem1_exponents():
+    assert gradients.expected_exponent("post") == 0.0
+    assert gradients.expected_exponent("Pre-LN") == -0.5
+    Ls = [6, 8, 10, 12, 14]
+    for p in ("post", "pre"):
+        k, _, r2 = fit.fit_loglog(Ls, [gradients.last_ffn_grad_scaling(p, L) for L in Ls])
+        assert k == pytest.approx(gradients.expected_exponent(p), abs=1e-12) and r2 == pytest.approx(1.0)
+    assert gradients.last_ffn_grad_scaling("pre", 16) == pytest.approx(0.25)
+    assert np.allclose(gradients.last_ffn_grad_scaling("pre", np.array([4, 9])), [0.5, 1 / 3])
+    with pytest.raises(ValueError):
+        gradients.expected_exponent("sandwich")
+
+
+def test_grad_norms_match_a_manual_backward_and_leave_no_grads():
+    m, _, batch = _tiny()
+    g = gradients.grad_norms(m, batch)
+    assert all(p.grad is None for p in m.parameters())
+    m.loss(batch)["loss"].backward()
+    manual = {n: float(p.grad.norm()) for n, p in m.named_parameters()}
+    assert g.keys() == manual.keys()
+    for n in g:
+        assert g[n] == pytest.approx(manual[n], rel=1e-5, abs=1e-12)
+
+
+def test_grad_norms_of_a_list_of_batches_is_the_norm_of_the_mean_gradient():
+    m, task, _ = _tiny()
+    b1, b2 = task.batch(1, 4), task.batch(2, 4)
+    g = gradients.grad_norms(m, [b1, b2])
+    grads = []
+    for b in (b1, b2):
+        m.zero_grad()
+        m.loss(b)["loss"].backward()
+        grads.append(m.encoder.layers[-1].ffn.f.fc2.weight.grad.clone())
+    assert g["encoder.layers.2.ffn.f.fc2.weight"] == pytest.approx(float(((grads[0] + grads[1]) / 2).norm()), rel=1e-5)
+
+
+def test_layer_grad_norms_and_last_ffn():
+    m, _, batch = _tiny(N=4)
+    g = gradients.grad_norms(m, batch)
+    per = gradients.layer_grad_norms(m, batch, "encoder", grads=g)
+    assert per.shape == (4,)
+    assert per[2] == g["encoder.layers.2.ffn.f.fc2.weight"]
+    assert gradients.last_ffn_grad_norm(m, grads=g) == per[-1]
+    assert gradients.last_ffn_grad_norm(m, batch) == pytest.approx(per[-1], rel=1e-6)
+    with pytest.raises(ValueError, match="stack"):
+        gradients.layer_grad_norms(m, batch, "decoder")
+    with pytest.raises(KeyError):
+        gradients.layer_grad_norms(m, batch, "encoder", "ffn.f.nope", grads=g)
+
+
+def test_layer_grad_norms_default_stack_is_the_decoder_of_an_encoder_decoder():
+    task = tfx.synthetic("reverse", vocab=8, length=5)
+    m = tfx.build_model(n_enc=2, n_dec=3, d_model=16, n_heads=2, d_ffn=32,
+                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab)
+    assert gradients.layer_grad_norms(m, task.batch(0, 4)).shape == (3,)
+
+
+def test_ffn_grad_profiles_shape_and_seeds():
+    task = tfx.synthetic("reverse", vocab=8, length=5)
+    g = gradients.ffn_grad_profiles(task, "pre", 3, seeds=2, batch_size=4, d_model=16, n_heads=2, d_ffn=32)
+    assert g.shape == (2, 3) and np.all(g > 0)
+    assert g[0, 0] != g[1, 0]
+    m = tfx.build_model(n_enc=3, n_dec=0, placement="pre", seed=1, d_model=16, n_heads=2, d_ffn=32,
+                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab)
+    np.testing.assert_allclose(g[1], gradients.layer_grad_norms(m, task.batch(1, 4)), rtol=1e-6)
+
+
+def test_sublayer_grad_norms_match_autograd():
+    """The norms are the gradients w.r.t. each sub-layer's output: the input of
+    sub-layer i+1 is the output of sub-layer i, so autograd on the recorded inputs
+    must give the same numbers."""
+    m = _model(n_enc=3, n_dec=0, placement="post")
+    got = gradients.sublayer_grad_norms(m, BATCH)["encoder"]
+    assert got["kinds"] == ["self-attn", "ffn"] * 3
+    assert list(got["layer"]) == [1, 1, 2, 2, 3, 3]
+    m.eval()
+    with hooks.record_branches(m, detach=False) as rec:
+        loss = m.loss(BATCH)["loss"]
+    xs = [r["x"] for r in rec["encoder"]][1:]  # inputs of sub-layers 2 … L = outputs of 1 … L-1
+    grads = torch.autograd.grad(loss, xs)
+    np.testing.assert_allclose(got["norm"][:-1], [float(g.norm()) for g in grads], rtol=1e-5)
+    assert got["relative"].max() == pytest.approx(1.0)
+    assert all(p.grad is None for p in m.parameters())  # cleaned up
+
+
+def test_sublayer_grad_norms_decoder_kinds_and_relative():
+    m = _model(n_enc=2, n_dec=2)
+    r = gradients.sublayer_grad_norms(m, BATCH)
+    assert r["decoder"]["kinds"] == ["self-attn", "cross-attn", "ffn"] * 2
+    top = max(r["encoder"]["norm"].max(), r["decoder"]["norm"].max())
+    np.testing.assert_allclose(r["decoder"]["relative"], r["decoder"]["norm"] / top)
+    per_stack = gradients.sublayer_grad_norms(m, BATCH, relative_to="stack")
+    assert per_stack["encoder"]["relative"].max() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="relative_to"):
+        gradients.sublayer_grad_norms(m, BATCH, relative_to="layer")
+
+
+def test_grad_update_sizes_one_step():
+    """One step: SGD's update is lr · g, so update/grad = lr for every matrix; Adam's
+    first step is lr · sign(g), so every d×d matrix moves by lr · d."""
+    m = _model(n_enc=2, n_dec=1, placement="post")
+    sgd = gradients.grad_update_sizes(m, TASK, "sgd", lr=0.1, steps=1, batch_size=8)
+    np.testing.assert_allclose(sgd["update"] / sgd["grad"], 0.1, rtol=1e-4)
+    adam = gradients.grad_update_sizes(m, TASK, "adam", lr=1e-3, steps=1, batch_size=8)
+    np.testing.assert_allclose(adam["update"], 1e-3 * 32, rtol=1e-3)
+    assert len(adam["names"]) == 4 * (2 + 2)  # q, k, v, out in 2 encoder + 2 decoder attentions
+    assert fit.log_spread(adam["update"]) == pytest.approx(0, abs=1e-3)
+    assert fit.log_spread([1, 10, 100, 1000], q=0) == pytest.approx(3)

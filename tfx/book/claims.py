@@ -1,0 +1,278 @@
+"""The claims the book checks, by id, and where each one is checked.
+
+What a paper says is written here once (``CLAIMS``: id, citation, statement, prediction,
+paraphrased from the papers). Where the book checks it is *found*, never typed:
+
+* **test**: a function ``test_<ID>_…`` (``LN-1`` → ``test_LN_1_…``) in ``tests/test_*.py``;
+* **chapter**: a ``book/*.ipynb`` whose prose mentions the id;
+* **measurement**: values the chapters glue (``tfx.book.notebook.glue``), pasted into the page
+  from the executed chapter, so the page shows the numbers of the last run. A claim's
+  ``measured`` template names the chapter and writes glue keys in braces
+  (``"slope {ln1_slope:.4f}"``); a chapter can also glue one summary string under
+  ``claim-<ID>`` (``glue("claim-TF-1", f"…")``), which the page picks up without an entry
+  here.
+
+``python -m tfx.book.claims [book/claims.md]`` writes the book's appendix page
+"Claims and how they are checked"; ``tests/test_book.py`` fails when the page, the
+registry, the tests and the chapters disagree.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ID = re.compile(r"\b([A-Z]{2})-(\d+)\b")
+_TEST = re.compile(r"^def (test_([A-Z]{2})_(\d+)_\w*)\(", re.M)
+_KEY = re.compile(r"\{([\w-]+)(?::([^{}]*))?\}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    cite: str  # bibtex key(s) in book/references.bib, comma-separated
+    where: str  # where in the paper
+    statement: str
+    prediction: str
+    measured: tuple = ()  # (chapter stem, template with {glue_key:format}); () if no chapter measures it
+
+    def __post_init__(self):
+        if not ID.fullmatch(self.id):
+            raise ValueError(f"id={self.id!r} must look like 'LN-1' (two capitals, a dash, a number)")
+        if self.measured and len(self.measured) != 2:
+            raise ValueError(f"{self.id}: measured must be (chapter stem, template), got {self.measured!r}")
+
+
+CLAIMS = [
+    # Xiong et al. 2020: LayerNorm, hidden norms and gradients at initialisation
+    Claim("LN-1", "xiong2020preln,borealis2021training", "Lemma 3; tutorial eq. 4",
+          "The Jacobian of LayerNorm (unit gain, zero bias) shrinks as its input grows.",
+          "Spectral norm exactly √d/‖x−μ‖ (√d/√(‖x−μ‖² + dε) with ε); slope −1 against ‖x‖ on log-log axes.",
+          ("03-layernorm-jacobian", "autograd vs formula within {ln1_max_rel_err:.0e} (relative); "
+                                    "log-log slope {ln1_slope:.4f}")),
+    Claim("LN-2", "xiong2020preln", "Lemma 1",
+          "A ReLU keeps half of a centred Gaussian's second moment.",
+          "E‖ReLU(X)‖² = σ²d/2 for X ~ N(0, σ²I_d).",
+          ("03-layernorm-jacobian", "Monte Carlo within {ln2_max_rel_err:.2f} % of σ²d/2")),
+    Claim("LN-3", "xiong2020preln", "Lemma 2",
+          "Hidden-state norms at initialisation in a simplified model (one head, uniform attention, "
+          "Xavier-normal weights).",
+          r"Post-LN: $\mathbb E\|x_l^{post,5}\|^2 = 1.5\,d$ at every layer; Pre-LN: between $(1 + l/2)\,d$ and "
+          r"$(1 + 3l/2)\,d$ after $l$ layers.",
+          ("04-gradients-at-init", "Post-LN {ln3_post_simp:.3f}d; Pre-LN grows {ln3_pre_slope_simp:.2f}d per "
+                                   "layer, inside the bounds at {ln3_pre_inside:s} layers")),
+    Claim("LN-4", "xiong2020preln", "Theorem 1, Fig. 3(c, d)",
+          "The gradient of the last FFN weight at initialisation, against depth.",
+          "Post-LN: independent of depth (exponent 0; paper ≈ 1.6 at 6–14 layers); Pre-LN: shrinks like 1/√N.",
+          ("04-gradients-at-init", "fitted exponents: Post-LN {ln4_k_post:+.2f}, Pre-LN {ln4_k_pre:+.2f}")),
+    Claim("LN-5", "xiong2020preln", "Fig. 3(a, b)",
+          "Per-layer gradient norms at initialisation.",
+          "Post-LN grows toward the output; Pre-LN is about flat.",
+          ("04-gradients-at-init", "Spearman's ρ with the layer index: Post-LN {ln5_post_spearman:+.2f}, "
+                                   "Pre-LN {ln5_pre_spearman:+.2f}")),
+    # Warmup
+    Claim("WU-1", "xiong2020preln", "§3.2, Fig. 2",
+          "Post-LN needs learning-rate warmup.",
+          "With Adam and no warmup, Post-LN ends far worse than with warmup (paper: 8.45 vs about 34 BLEU on "
+          "IWSLT'14); results depend on the warmup length.",
+          ("11-warmup-adam", "{claim-WU-1}")),
+    Claim("WU-2", "xiong2020preln", "§4",
+          "Pre-LN trains without warmup, and faster.",
+          "Pre-LN without warmup reaches Post-LN-with-warmup quality in fewer steps (paper: epoch 9 vs 15).",
+          ("11-warmup-adam", "{claim-WU-2}")),
+    Claim("WU-3", "huang2020tfixup,borealis2021training", "tutorial Fig. 3",
+          "Without warmup, Post-LN's input-embedding gradients and Adam's update sizes collapse early.",
+          "The median gradient and update magnitudes fall by a large factor within about 100 steps "
+          "without warmup, far less with it.",
+          ("11-warmup-adam", "{claim-WU-3}")),
+    # Liu et al. 2020: gradients are not the culprit
+    Claim("GV-1", "liu2020admin", "Theorem 1, Fig. 3",
+          "Only Post-LN decoders lose gradient on the way down, at the encoder-attention sub-layers; "
+          "Post-LN encoders do not.",
+          "Relative gradient norm about constant through a Post-LN encoder, falling through a Post-LN decoder.",
+          ("05-not-vanishing", "bottom/top gradient: Post-LN encoder {nv_post_enc:.2f}, decoder "
+                               "{nv_post_dec:.2g}; Pre-LN decoder {nv_pre_dec:.2f}")),
+    Claim("GV-2", "liu2020admin", "Table 1",
+          "Removing the vanishing gradient alone does not stabilise training.",
+          "A Post-LN encoder with a Pre-LN decoder still fails where Pre-LN/Pre-LN trains (the paper trains "
+          "with warmup).",
+          ("05-not-vanishing", "no warmup, one seed: final loss Post/Post {nv_post_post_loss:.2f}, Post/Pre "
+                               "{nv_post_pre_loss:.2f}, Pre/Pre {nv_pre_pre_loss:.2f} (chance {nv_chance:.2f})")),
+    Claim("GV-3", "liu2020admin", "Fig. 5",
+          "Attention-parameter gradients are unbalanced; Adam equalises the update sizes, SGD does not.",
+          "Gradient norms spread widely; Adam's update norms close together, SGD's as spread as the gradients.",
+          ("05-not-vanishing", "spread (decades): gradients {nv_spread_adam_grad:.1f}, Adam updates "
+                               "{nv_spread_adam_update:.2f}, SGD updates {nv_spread_sgd_update:.1f}")),
+    # Liu et al. 2020: amplification and Admin
+    Claim("AM-1", "liu2020admin", "§4.1, Fig. 7",
+          r"The layer dependency $\beta_{i,j}$: how much sub-layer $i$'s output is made of branch $j$.",
+          "At initialisation Pre-LN spreads it evenly (about 1/√i per row); Post-LN concentrates it on the "
+          "latest branches.",
+          ("06-amplification", "Pre-LN last row: coefficient of variation {am_pre_row_cv:.2f}; share of the "
+                               "last two branches: Post-LN {am_post_last_two:.2f}, Pre-LN {am_pre_last_two:.2f}")),
+    Claim("AM-2", "liu2020admin", "Theorem 2, Corollaries 1–2, Fig. 4",
+          "How much a small parameter change moves the output.",
+          "Post-LN: O(N); Pre-LN: O(log N) (paper: R² = 0.99 for random noise, 0.75 for Adam updates).",
+          ("06-amplification", "random noise: R² {am_r2_random_post_N:.2f} (Post-LN against N), "
+                               "{am_r2_random_pre_logN:.2f} (Pre-LN against ln N); one Adam step: "
+                               "Post-LN/Pre-LN = {am_ratio_adam:.0f} at the largest depth")),
+    Claim("AD-1", "liu2020admin", "§4.3",
+          r"Admin: $x_i = \mathrm{LN}(x_{i-1} \odot \omega_i + f_i(x_{i-1}))$, with $\omega_i$ set by one profiling pass.",
+          r"$\beta_{i,i}^2 \approx 1/i$ at initialisation, and an output change that grows like Pre-LN's.",
+          ("07-admin", "log-log slope of β²_ii {ad_slope_admin:.2f} (1/i: −1); output change Admin/Pre-LN "
+                       "{ad_admin_over_pre_random:.2f} at the largest depth")),
+    Claim("AD-2", "liu2020admin", "§4.3",
+          "After training, Admin folds into a plain Post-LN model.",
+          "Folding ω into the weights leaves the function unchanged.",
+          ("07-admin", "largest logit difference after folding {ad2_max_diff:.1e}")),
+    Claim("AD-3", "liu2020admin", "Table 2, Figs. 1, 9, 10",
+          "With warmup, deep Post-LN fails; Pre-LN trains; Admin is stable and ends better than Pre-LN.",
+          "WMT'14 En-De 6/12/18 layers: Post-LN 27.80/failed/failed, Pre-LN 27.27/28.26/28.38, "
+          "Admin 27.90/28.58/29.03 BLEU (with warmup); without warmup (IWSLT'14, lr × β2) Post-LN diverges "
+          "in 7 of 15 settings, Pre-LN and Admin in none.",
+          ("12-depth-with-warmup", "{claim-AD-3}; run five times longer: {ad3-quality}")),
+    # Huang et al. 2020: T-Fixup
+    Claim("TF-1", "huang2020tfixup", "T-Fixup condition",
+          "The T-Fixup condition for attention blocks.",
+          "‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖² = Θ(1/L) for the T-Fixup-initialised model."),
+    Claim("TF-2", "huang2020tfixup,borealis2021training", "initialisation rules",
+          "T-Fixup: Xavier weights, scaled value, output and FFN weights and embeddings; no LayerNorm, "
+          "no warmup.",
+          "Every scale factor as stated; trains without LayerNorm and warmup where plain no-LN diverges."),
+    Claim("TF-3", "huang2020tfixup", "Tables 1–3",
+          "Quoted results of T-Fixup.",
+          "IWSLT'14 De-En small: 35.5 vs 34.2 BLEU; WMT'14 En-De with 30 layers: 30.1 BLEU (context, not a check)."),
+    # Xu et al. 2020: Lipschitz-constrained initialisation
+    Claim("LP-1", "xu2020lipschitz", "Table 2",
+          "Computation order v1 (LayerNorm after the residual sum) scales the carried residual by w/σ.",
+          "The residual shrinks wherever w/σ < 1."),
+    Claim("LP-2", "xu2020lipschitz", "§3, eqs. 2–6",
+          "A variable confined to [a, b] has a standard deviation below b − a.",
+          "σ < b − a for any density, so b − a ≤ 1 gives σ ≤ 1."),
+    Claim("LP-3", "xu2020lipschitz", "§4",
+          "Lipschitz-constrained initialisation keeps deep v1 models trainable.",
+          "The std of the residual sum stays ≤ 1 at every v1 layer at initialisation; deep v1 models train "
+          "(paper: 24 layers, 29.46 BLEU En-De)."),
+    # Beyond the seed papers
+    Claim("RZ-1", "bachlechner2021rezero,liu2020admin", "ReZero; Liu et al. §5.3",
+          "ReZero: x + α·f(x) with α = 0 at initialisation and no LayerNorm.",
+          "The network is the identity at initialisation; Liu et al. saw it cost 1–2 BLEU on IWSLT'14 and "
+          "diverge in fp16."),
+    Claim("DN-1", "wang2022deepnet", "DeepNorm",
+          "DeepNorm: x ← LN(αx + f(x)) with α and a down-scaling of some initial weights set from the depth.",
+          "Deep Post-LN-style models train stably with these constants."),
+]
+BY_ID = {c.id: c for c in CLAIMS}
+
+
+def _sources(nb_path: Path, kinds=("markdown", "code")) -> list[str]:
+    cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] in kinds]
+
+
+def chapters(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "book").glob("[0-9]*.ipynb"))
+
+
+def ids_in_tests(root: Path = ROOT) -> dict:
+    """{claim id: ['tests/test_x.py::test_ID_…', …]} from the test functions' names."""
+    found: dict = {}
+    for f in sorted((root / "tests").glob("test_*.py")):
+        for name, a, n in _TEST.findall(f.read_text(encoding="utf-8")):
+            found.setdefault(f"{a}-{n}", []).append(f"{f.relative_to(root).as_posix()}::{name}")
+    return found
+
+
+def ids_in_chapters(root: Path = ROOT, kinds=("markdown",)) -> dict:
+    """{claim id: [chapter stem, …]} for every id the chapters' cells of ``kinds`` mention."""
+    found: dict = {}
+    for nb in chapters(root):
+        for a, n in sorted({m for src in _sources(nb, kinds) for m in ID.findall(src)}):
+            found.setdefault(f"{a}-{n}", []).append(nb.stem)
+    return found
+
+
+def glued_keys(nb_path: Path) -> set:
+    """Names the notebook's saved outputs glue (myst-nb stores them as metadata.scrapbook.name)."""
+    cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+    return {o.get("metadata", {}).get("scrapbook", {}).get("name")
+            for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])} - {None}
+
+
+def template_keys(template: str) -> list:
+    return [k for k, _ in _KEY.findall(template)]
+
+
+def _paste(stem: str, template: str) -> str:
+    """A template's {key:format} as myst-nb glue roles that read chapter ``stem``'s outputs."""
+    return _KEY.sub(lambda m: f"{{glue:text}}`{stem}.ipynb::{m.group(1)}:{m.group(2) or 's'}`", template)
+
+
+def measurement(claim: Claim, root: Path = ROOT) -> str:
+    """The page's measurement line: the claim's template, else the chapters' ``claim-<ID>`` glue."""
+    if claim.measured:
+        stem, template = claim.measured
+        return f"{_paste(stem, template)} (in {{doc}}`{stem}`)"
+    for nb in chapters(root):
+        if f"claim-{claim.id}" in glued_keys(nb):
+            return f"{_paste(nb.stem, '{claim-' + claim.id + '}')} (in {{doc}}`{nb.stem}`)"
+    return "not measured yet"
+
+
+def render_page(root: Path = ROOT) -> str:
+    """The Markdown of the appendix page 'Claims and how they are checked'."""
+    tests, mentioned = ids_in_tests(root), ids_in_chapters(root)
+    out = [
+        "# Claims and how they are checked",
+        "",
+        "<!-- Generated by `python -m tfx.book.claims book/claims.md` from tfx/claims.py, the tests and the",
+        "     chapters; do not edit (tests/test_book.py fails when it is out of date). -->",
+        "",
+        "Every claim the book checks: the paper it comes from, what the paper predicts, what this",
+        "book measured (pasted from the chapter's last run, in that chapter's profile), the",
+        "chapters that discuss it, and the test that checks it in the `quick` profile",
+        "(`pytest -k LN_1` runs one). The papers' statements are paraphrased in `tfx/claims.py`;",
+        "everything else on this page is found in the code, the tests and the chapters.",
+        "",
+        "| id | claim | chapters | test |",
+        "|---|---|---|---|",
+    ]
+    for c in CLAIMS:
+        chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
+        test = "yes" if c.id in tests else "no test yet"
+        statement = c.statement.replace("|", "\\|")
+        nobreak = c.id.replace("-", "\u2011")  # a non-breaking hyphen keeps 'LN-1' on one line
+        out.append(f"| {{ref}}`{nobreak} <claim-{c.id.lower()}>` | {statement} | {chaps} | {test} |")
+    for c in CLAIMS:
+        cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
+        chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "none yet"
+        test = ", ".join(f"`{t.split('::')[1]}` in `{t.split('::')[0]}`" for t in tests.get(c.id, [])) or "none yet"
+        out += [
+            "",
+            f"(claim-{c.id.lower()})=",
+            f"## {c.id}",
+            "",
+            f"{c.statement} ({cites}, {c.where})",
+            "",
+            f"- **Prediction:** {c.prediction}",
+            f"- **Measured:** {measurement(c, root)}",
+            f"- **Chapters:** {chaps}",
+            f"- **Test:** {test}",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        sys.stdout.write(render_page())
+        return
+    out = Path(argv[0]).resolve()  # <root>/book/claims.md: scan that checkout, not the installed one
+    out.write_text(render_page(out.parents[1]), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""What every chapter notebook does first, and ``glue`` for numbers in the prose.
+
+    import tfx
+    P = tfx.book.notebook.setup()   # prints "profile: book · device: cpu", sets style, seeds, threads
+
+``glue(name, value)`` hands a computed value to the book (myst-nb's glue) so the
+prose reads ``{glue:text}`name:.2f``` instead of a hand-typed number; outside
+Jupyter Book (Colab, a plain kernel) it simply shows nothing.
+"""
+from __future__ import annotations
+
+import torch
+
+from .plot import use_style
+from ..runs.profiles import get_profile
+
+
+def setup(profile: str | None = None, seed: int = 0, threads: int | None = None):
+    """Choose the profile, apply the figure style, fix seeds, use ``threads`` CPU threads
+    (default 1); print and return the profile."""
+    P = get_profile(profile)
+    use_style()
+    torch.manual_seed(seed)
+    if threads or P.device == "cpu":
+        # The book's models are small: one thread is as fast, and immune to a busy machine.
+        torch.set_num_threads(threads or 1)
+    print(P)
+    return P
+
+
+def glue(name: str, value, display: bool = False):
+    """myst-nb's ``glue`` where available (the book build), else a no-op; returns ``value``."""
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:  # Colab or a bare kernel: nothing to glue into
+        return value
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # numpy/torch scalars: a plain number formats as {glue:text}`x:.2f`
+    _glue(name, value, display=display)
+    return value

@@ -1,0 +1,239 @@
+"""Explorers over recorded sweeps: what did every seed of one grid cell do?
+
+A sweep (``experiments/NAME.toml``, recorded in ``results/NAME.PROFILE.jsonl``) is a grid
+of variants × seeds. These explorers (``tfx.book.explorer.Explorer``) pick one cell of the grid,
+one control per axis, and draw every seed's recorded history. Nothing trains here: every
+state is read from the records, so the HTML book holds them all. The controls list the
+variants the experiment file declares for the profile (``Experiment.grid``), so a variant
+added to the file appears as soon as it is recorded; until then its cell says so::
+
+    exp = Experiment.load("experiments/depth")
+    recs = results.load_or_run("depth", "book")
+    depth_explorer(recs, exp, "book")              # architecture × depth, chapter 12
+
+Every seed keeps its own line ("seed 0", "seed 1", …); a diverged run's curve ends where
+the run stopped, and the note above the first panel gives each seed's status
+(``seed_status``). The figure is stamped with the records' profile and provenance
+(device, code version, date: ``results.provenance``), not the notebook's profile.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runs import results
+from .explorer import Explorer, Panel
+
+# One colour per seed (ColorBrewer Dark2): seeds are runs of one setting, not schemes.
+SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")
+REFERENCE_COLOR = "#444444"
+
+# What a panel can show: {name: (title, History field of x, History field of y, y label, log y)}.
+CURVES = {
+    "loss": ("training loss", "step", "loss", "loss (nats/token)", True),
+    "eval_loss": ("validation loss, at each evaluation", "eval_step", "eval_loss", "loss (nats/token)", True),
+    "update_norm": ("update size per step", "step", "update_norm", "‖Δθ‖ of the step", True),
+    "grad_norm": ("gradient norm (before clipping)", "step", "grad_norm", "‖∂L/∂θ‖", True),
+}
+MAX_POINTS = 400  # a longer history is thinned to every k-th logged point (the page stays small)
+
+
+def grid_axes(experiment, profile: str, axes=None) -> dict:
+    """``{axis: [variant names]}`` of ``experiment`` (an ``Experiment``) in ``profile``, in
+    the order the file declares them; ``axes`` picks (and orders) some of them."""
+    grid = {axis: [name for name, _ in variants] for axis, variants in experiment.grid(profile).items()}
+    if axes is None:
+        return grid
+    for axis in axes:
+        if axis not in grid:
+            raise ValueError(f"axes: {axis!r} is not an axis of {experiment.name} in profile {profile!r}; "
+                             f"its axes are {', '.join(grid) or 'none'}")
+    return {axis: grid[axis] for axis in axes}
+
+
+def seed_curve(rec, curve: str, max_points: int = MAX_POINTS):
+    """(xs, ys) of one recorded history field (``CURVES[curve]``), thinned to at most
+    ``max_points`` points (the last one always kept). Non-finite values stay: the chart
+    leaves them out, so a diverged run's curve ends where it blew up."""
+    if curve not in CURVES:
+        raise ValueError(f"curve={curve!r}: choose one of {', '.join(CURVES)}")
+    _, xf, yf, _, _ = CURVES[curve]
+    xs, ys = getattr(rec.history, xf), getattr(rec.history, yf)
+    n = min(len(xs), len(ys))
+    xs, ys = np.asarray(xs[:n], dtype=float), np.asarray(ys[:n], dtype=float)
+    if n > max_points:
+        keep = np.unique(np.r_[np.arange(0, n, math.ceil(n / max_points)), n - 1])
+        xs, ys = xs[keep], ys[keep]
+    return xs, ys
+
+
+def seed_status(rec, learned_below: float | None = None) -> str:
+    """One seed's outcome in words: 'diverged at step s', 'stuck, final loss x', or (a run
+    that neither diverged nor got stuck) 'ok, final loss x'; with ``learned_below`` (a loss),
+    'learned' / 'did not learn' instead of 'ok', by its final training loss."""
+    h = rec.history
+    if rec.status == "diverged":
+        return f"diverged at step {h.diverged_step or '?'}"
+    final = rec.final_loss
+    if rec.status == "stuck":
+        return f"stuck, final loss {final:.2f}"
+    if learned_below is not None:
+        return f"{'learned' if final < learned_below else 'did not learn'}, final loss {final:.2f}"
+    return f"{rec.status}, final loss {final:.2f}"
+
+
+def _seed_note(recs, curve: str, learned_below) -> str:
+    """One line per seed under a panel's title (every panel of a state has as many lines)."""
+    lines = []
+    for r in recs:
+        if curve == "loss":
+            what = seed_status(r, learned_below)
+        else:
+            xs, ys = seed_curve(r, curve)
+            ok = np.isfinite(ys)
+            if not ok.any():
+                what = "not recorded" if not len(ys) else "no finite value"
+            elif curve == "eval_loss":
+                what = f"last {ys[ok][-1]:.3g} (step {xs[ok][-1]:.0f})"
+            else:
+                what = f"step {xs[ok][0]:.0f}: {ys[ok][0]:.3g}, last: {ys[ok][-1]:.3g}"
+        lines.append(f"seed {r.seed}: {what}")
+    return "\n".join(lines)
+
+
+def _stamp(records, profile: str) -> str:
+    """What is stamped under the figure: the records' profile, device, code and date."""
+    return f"records: profile {profile} · {results.provenance(records)}"
+
+
+def _failures(recs, axis: str) -> str:
+    """'stuck or diverged: k of n runs', then per variant of ``axis`` with a failed run,
+    e.g. 'lr=0.01: 2 stuck' ('every run ok' when none failed)."""
+    failed: dict = {}
+    for r in recs:
+        if r.status != "ok":
+            failed.setdefault(r.point.get(axis), []).append(r.status)
+    per_variant = [f"{v}: " + ", ".join(f"{st.count(s)} {s}" for s in dict.fromkeys(st)) for v, st in failed.items()]
+    count = sum(map(len, failed.values()))
+    return "\n".join([f"stuck or diverged: {count} of {len(recs)} runs", *(per_variant or ["every run ok"])])
+
+
+def cell_panels(recs, curves, learned_below_fraction: float | None = None, where: str = "") -> list[Panel]:
+    """The panels of one grid cell: for each of ``curves`` (names in ``CURVES``), every
+    seed's recorded curve; the loss panels mark the chance loss, and the training-loss
+    panel the line a run must end under to count as learned
+    (``learned_below_fraction`` × chance), when given. ``where`` names the cell in the
+    note of a cell with no records."""
+    if not recs:
+        return [Panel(title=CURVES[c][0], x="step", y=CURVES[c][3], ylog=CURVES[c][4],
+                      note=f"not recorded yet: {where}" if k == 0 else "") for k, c in enumerate(curves)]
+    chance = recs[0].history.chance_loss
+    learned_below = chance * learned_below_fraction if learned_below_fraction and math.isfinite(chance) else None
+    last = max(r.train_config.steps for r in recs)
+    panels = []
+    for curve in curves:
+        title, _, _, ylabel, ylog = CURVES[curve]
+        lines = {f"seed {r.seed}": seed_curve(r, curve) for r in recs}
+        colors = {f"seed {r.seed}": SEED_COLORS[r.seed % len(SEED_COLORS)] for r in recs}
+        styles = {}
+        if curve in ("loss", "eval_loss") and math.isfinite(chance):
+            lines["chance"], styles["chance"], colors["chance"] = ([1, last], [chance] * 2), "dashed", REFERENCE_COLOR
+        if curve == "loss" and learned_below is not None:
+            label = f"{learned_below_fraction:g} × chance (learned below)"
+            lines[label], styles[label], colors[label] = ([1, last], [learned_below] * 2), "faint", REFERENCE_COLOR
+        panels.append(Panel(title=title, x="step", y=ylabel, lines=lines, styles=styles, colors=colors, ylog=ylog,
+                            note=_seed_note(recs, curve, learned_below)))
+    return panels
+
+
+def grid_explorer(records, axes: dict, curves=("loss", "eval_loss"), *, default: dict | None = None,
+                  labels: dict | None = None, title: str = "", profile: str = "",
+                  learned_below_fraction: float | None = None) -> Explorer:
+    """An explorer over the cells of a recorded sweep: one control per axis of ``axes``
+    (``{axis: [variant names]}``, e.g. from ``grid_axes``), the panels of ``cell_panels``
+    for the chosen cell. ``records``: the sweep's Records (``results.load_or_run``);
+    ``profile``: the profile they were recorded in, stamped with their provenance."""
+    if not records:
+        raise ValueError("records: no recorded runs to explore (results.load_or_run returned none)")
+    for curve in curves:
+        if curve not in CURVES:
+            raise ValueError(f"curves: {curve!r} is not one of {', '.join(CURVES)}")
+    profile = profile or records[0].profile
+
+    def compute(**cell):
+        recs = results.select(records, **cell)
+        where = ", ".join(f"{labels.get(a, a) if labels else a} = {v}" for a, v in cell.items())
+        return cell_panels(recs, curves, learned_below_fraction, where=f"{where} ({profile} profile)")
+
+    return Explorer(axes, compute, default=default, labels=labels, title=title, P=_stamp(records, profile))
+
+
+# ============================================================== the chapters' explorers
+
+
+def warmup_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
+    """Chapter 11 (WU-1, WU-3): Post-LN trained with each optimiser of ``experiment``
+    (``experiments/warmup.toml``) × each warmup length. Panels, every seed: the training
+    loss (chance dashed, each seed's status above it), the validation loss at each
+    evaluation, the size of each update ‖θ_t − θ_{t−1}‖ (Adam's first steps are its
+    largest without warmup) and the gradient norm."""
+    axes = grid_axes(experiment, profile, ("optimizer", "train.warmup"))
+    return grid_explorer(records, axes, ("loss", "eval_loss", "update_norm", "grad_norm"), default=default,
+                         labels={"optimizer": "optimiser", "train.warmup": "warmup (steps)"}, profile=profile,
+                         title="Post-LN: optimiser × warmup, every seed")
+
+
+def depth_explorer(records, experiment, profile: str, default: dict | None = None,
+                   learned_below_fraction: float = 0.5) -> Explorer:
+    """Chapter 12 (AD-3, GV-2): each architecture of ``experiment``
+    (``experiments/depth.toml``, every variant it declares) × each depth, all with warmup.
+    Panels, every seed: the training loss (chance dashed, the learned line faint, each
+    seed's status above it: learned when its final loss ends below
+    ``learned_below_fraction`` × chance) and the validation loss at each evaluation."""
+    axes = grid_axes(experiment, profile, ("architecture", "depth"))
+    return grid_explorer(records, axes, ("loss", "eval_loss"), default=default,
+                         labels={"depth": "depth"}, profile=profile, learned_below_fraction=learned_below_fraction,
+                         title="Architecture × depth, with warmup: every seed")
+
+
+def stability_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
+    """Chapter 12's stability map, per seed (AD-3, WU-1): each architecture of ``experiment``
+    (``experiments/stability-map.toml``, no warmup) × Adam's β2 × learning rate. Left: every
+    seed's final training loss against the learning rate (the chosen one marked), chance
+    dashed; a diverged run has no final loss and is named in the note. Right: every seed's
+    training loss at the chosen learning rate, each seed's status above it."""
+    axes = grid_axes(experiment, profile, ("architecture", "beta2", "train.lr"))
+    finals = [r.final_loss for r in records if r.status != "diverged" and math.isfinite(r.final_loss)]
+    span = [min(finals), max(finals)] if finals else [0.0, 1.0]
+
+    def compute(architecture, beta2, **rest):
+        lr_name = rest["train.lr"]
+        row = results.select(records, architecture=architecture, beta2=beta2)
+        chosen = [r for r in row if r.point.get("train.lr") == lr_name]
+        where = f"{architecture}, {beta2}, {lr_name} ({profile} profile)"
+        curves = cell_panels(chosen, ("loss",), where=where)[0]
+        curves.title = f"training loss at {lr_name}"
+        points, colors = {}, {}
+        for r in sorted(row, key=lambda r: (r.seed, r.train_config.lr)):
+            label = f"seed {r.seed}"
+            colors[label] = SEED_COLORS[r.seed % len(SEED_COLORS)]
+            xs, ys = points.setdefault(label, ([], []))
+            if r.status != "diverged":  # a diverged run has no final loss: the note names it
+                xs.append(r.train_config.lr)
+                ys.append(r.final_loss)
+        lines, styles = {}, {"chance": "dashed"}
+        lrs = sorted({r.train_config.lr for r in row})
+        if row and math.isfinite(row[0].history.chance_loss):  # (wider would widen the log axis by a decade)
+            lines["chance"] = ([lrs[0], lrs[-1]], [row[0].history.chance_loss] * 2)
+        if chosen:
+            lines["chosen lr"] = ([chosen[0].train_config.lr] * 2, span)
+        note = _failures(row, "train.lr") if row else f"not recorded yet: {architecture}, {beta2}"
+        final = Panel(title=f"final loss against lr, {beta2}", x="peak learning rate", y="final loss (nats/token)",
+                      xlog=True, points=points, lines=lines, styles=styles,
+                      colors={**colors, "chance": REFERENCE_COLOR, "chosen lr": "#999999"}, note=note)
+        return [final, curves]
+
+    return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)",
+                    P=_stamp(records, profile),
+                    labels={"train.lr": "learning rate", "beta2": "Adam's β2"})

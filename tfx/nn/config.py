@@ -1,0 +1,366 @@
+"""Configuration dataclasses, validated on construction.
+
+Every field is checked when a config is made (and again by ``replace``): a bad
+value raises ``ValueError`` naming the field, the value and what is allowed, so
+a typo in a notebook fails on the line that made it — never a ``TypeError`` from
+a comparison deep inside, never silently accepted. Accepted values are stored
+as plain Python values (a NumPy integer as ``int``, a ``torch.device`` or a path
+as ``str``), so a config always round-trips through JSON.
+
+Each class lists its fields' rules in one table (``_MODEL_RULES``,
+``_TRAIN_RULES``: field → rule); checks that relate several fields follow it.
+A new field needs one line in its class's table.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import os
+import reprlib
+from dataclasses import dataclass
+
+import torch
+
+# Where the residual connection and the normalisation sit (blocks.Residual).
+PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none")
+NORMS = ("layernorm", "rmsnorm")
+ACTIVATIONS = ("relu", "gelu")
+POSITIONS = ("sinusoidal", "learned")
+# Which initialiser (tfx.nn.init), and the placement each one is defined for (None: any).
+INITS = {
+    "xavier": None,
+    "t-fixup": ("none",),
+    "lipschitz": None,
+    "admin": ("admin",),
+    "admin-profiling-free": ("admin",),
+    "deepnorm": ("deepnorm",),
+    "rezero": ("rezero",),
+}
+AMP_DTYPES = ("bf16", "fp16", "fp32")
+OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
+SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
+
+# ----------------------------------------------------------------------------- rules
+# A check takes (name, value, ...), raises ValueError or returns the value to store.
+
+_short = reprlib.Repr()
+_short.maxstring, _short.maxlong, _short.maxother = 60, 40, 60
+
+
+def _fail(name, value, allowed):
+    raise ValueError(f"{name}={_short.repr(value)} must be {allowed}")
+
+
+def _interval(low, high, low_open, high_open) -> str:
+    if high is None:
+        return f"> {low}" if low_open else f"≥ {low}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+def _check_number(name, value, low=None, high=None, low_open=False, high_open=False) -> float:
+    """A finite real number (not a bool) in the interval; returned as a float."""
+    allowed = "a finite number" + ("" if low is None else " " + _interval(low, high, low_open, high_open))
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        _fail(name, value, allowed)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer too large for a float
+        _fail(name, value, allowed)
+    if not math.isfinite(x):
+        _fail(name, value, allowed)
+    if low is not None and (x < low or (low_open and x == low)):
+        _fail(name, value, allowed)
+    if high is not None and (x > high or (high_open and x == high)):
+        _fail(name, value, allowed)
+    return x
+
+
+def _check_int(name, value, low, what="", high=None) -> int:
+    """An integer (not a bool, not a float) with low ≤ value (< high); returned as an int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (
+            high is not None and value >= high):
+        if high is None:
+            bound = f"≥ {low}"
+        else:  # '2**64', not '18446744073709551616'
+            top = f"2**{high.bit_length() - 1}" if high > 2**16 and not high & (high - 1) else high
+            bound = f"in [{low}, {top})"
+        _fail(name, value, f"an integer {bound}{what}")
+    return int(value)
+
+
+def _check_positive(name, value) -> float:
+    return _check_number(name, value, low=0, low_open=True)
+
+
+def _check_prob(name, value) -> float:
+    return _check_number(name, value, low=0, high=1, high_open=True)
+
+
+def _check_bool(name, value) -> bool:
+    if not isinstance(value, bool):
+        _fail(name, value, "True or False")
+    return value
+
+
+def _check_choice(name, value, allowed) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}={_short.repr(value)} is not allowed; choose one of: {', '.join(map(repr, allowed))}")
+    return str(value)
+
+
+def _check_pair(name, value, check, allowed) -> tuple:
+    """Two values (a tuple or list), each passing ``check``; returned as a tuple."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        _fail(name, value, allowed)
+    try:
+        return tuple(check(name, v) for v in value)
+    except ValueError:
+        _fail(name, value, allowed)
+
+
+def _check_device(name, value) -> str:
+    """A device torch.device understands, of a type we train on; not required to be present."""
+    allowed = f"a device such as 'cpu', 'cuda', 'cuda:0' or 'mps' (types {', '.join(DEVICE_TYPES)})"
+    if not isinstance(value, (str, torch.device)):
+        _fail(name, value, allowed)
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError, ValueError):
+        _fail(name, value, allowed)
+    # torch reads the index into 8 bits ('cuda:130' becomes cuda:-126): a string must read back as itself
+    if device.type not in DEVICE_TYPES or (isinstance(value, str) and str(device) != value):
+        _fail(name, value, allowed)
+    return str(device)
+
+
+def _check_path(name, value) -> str:
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path:
+        _fail(name, value, "a file path (a non-empty str or pathlib.Path)")
+    return path
+
+
+def _rule(check, *args, optional=False, **kwargs):
+    """A table entry: ``check(name, value, *args, **kwargs)``; ``optional``: None is allowed too."""
+    def rule(name, value):
+        if not optional:
+            return check(name, value, *args, **kwargs)
+        if value is None:
+            return None
+        try:
+            return check(name, value, *args, **kwargs)
+        except ValueError as e:
+            raise ValueError(f"{e}, or None") from None
+    return rule
+
+
+def _validate(config, rules):
+    """Check each field named in ``rules`` and store the value its rule returns."""
+    for name, rule in rules.items():
+        setattr(config, name, rule(name, getattr(config, name)))
+
+
+class _Replaceable:
+    def replace(self, **changes):
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# field → rule, in the order of ModelConfig's fields
+_MODEL_RULES = {
+    "src_vocab": _rule(_check_int, 1),
+    "tgt_vocab": _rule(_check_int, 1),
+    "d_model": _rule(_check_int, 1),
+    "n_heads": _rule(_check_int, 1),
+    "d_ffn": _rule(_check_int, 1),
+    "n_enc": _rule(_check_int, 0),
+    "n_dec": _rule(_check_int, 0),
+    "placement": _rule(_check_choice, PLACEMENTS),
+    "enc_placement": _rule(_check_choice, PLACEMENTS, optional=True),
+    "dec_placement": _rule(_check_choice, PLACEMENTS, optional=True),
+    "init": _rule(_check_choice, tuple(INITS)),
+    "norm": _rule(_check_choice, NORMS),
+    "norm_eps": _rule(_check_positive),
+    "activation": _rule(_check_choice, ACTIVATIONS),
+    "attn_dropout": _rule(_check_prob),
+    "act_dropout": _rule(_check_prob),
+    "dropout": _rule(_check_prob),
+    "embed_scale": _rule(_check_bool),
+    "tie_embeddings": _rule(_check_bool),
+    "positions": _rule(_check_choice, POSITIONS),
+    "max_len": _rule(_check_int, 1),
+    "admin_profiling": _rule(_check_choice, ("train", "eval")),  # tfx.nn.init.ADMIN_PROFILING
+}
+
+
+@dataclass
+class ModelConfig(_Replaceable):
+    """Sizes and the choices the book is about.
+
+    ``placement`` sets both stacks; ``enc_placement`` / ``dec_placement`` override
+    it per stack (e.g. Liu et al.'s Post-LN encoder with a Pre-LN decoder).
+    ``n_dec=0`` gives an encoder-only model, ``n_enc=0`` a decoder-only LM.
+    """
+
+    src_vocab: int = 36
+    tgt_vocab: int = 36
+    d_model: int = 64
+    n_heads: int = 4
+    d_ffn: int = 256
+    n_enc: int = 2
+    n_dec: int = 2
+    placement: str = "post"
+    enc_placement: str | None = None
+    dec_placement: str | None = None
+    init: str = "xavier"
+    norm: str = "layernorm"
+    norm_eps: float = 1e-5
+    activation: str = "relu"
+    attn_dropout: float = 0.0
+    act_dropout: float = 0.0
+    dropout: float = 0.0  # on each residual branch and on the embeddings
+    embed_scale: bool = True  # multiply token embeddings by sqrt(d_model) (Vaswani et al.)
+    tie_embeddings: bool = False  # decoder input embedding shared with the output projection
+    positions: str = "sinusoidal"
+    max_len: int = 256
+    admin_profiling: str = "train"  # init='admin': profile with dropout on ('train', the authors' way) or off ('eval')
+
+    def __post_init__(self):
+        _validate(self, _MODEL_RULES)
+        if self.n_enc == 0 and self.n_dec == 0:
+            raise ValueError("n_enc=0 and n_dec=0: at least one stack needs a layer (n_enc ≥ 1 or n_dec ≥ 1)")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads} "
+                f"(each head gets d_model/n_heads dimensions)"
+            )
+        if self.enc_placement is None:
+            self.enc_placement = self.placement
+        if self.dec_placement is None:
+            self.dec_placement = self.placement
+        needs = INITS[self.init]
+        if needs is not None:
+            for stack, p, n in (("enc", self.enc_placement, self.n_enc), ("dec", self.dec_placement, self.n_dec)):
+                if n and p not in needs:
+                    raise ValueError(
+                        f"init={self.init!r} needs {stack}_placement in {needs}, got {stack}_placement={p!r}"
+                    )
+        if self.tie_embeddings and self.kind == "encoder" and self.src_vocab != self.tgt_vocab:
+            raise ValueError(
+                f"tie_embeddings=True in an encoder-only model (n_dec=0) shares the source embedding with the "
+                f"output projection: it needs src_vocab == tgt_vocab, got src_vocab={self.src_vocab}, "
+                f"tgt_vocab={self.tgt_vocab}"
+            )
+
+    @property
+    def kind(self) -> str:
+        """'encoder-decoder', 'encoder' (encoder-only) or 'decoder' (decoder-only LM)."""
+        if self.n_enc and self.n_dec:
+            return "encoder-decoder"
+        return "encoder" if self.n_enc else "decoder"
+
+    @classmethod
+    def for_task(cls, task, **kw) -> "ModelConfig":
+        """A config whose vocabularies and max length fit ``task``."""
+        kw.setdefault("src_vocab", task.src_vocab)
+        kw.setdefault("tgt_vocab", task.tgt_vocab)
+        kw.setdefault("max_len", max(task.max_len + 2, 16))
+        return cls(**kw)
+
+
+# field → rule, in the order of TrainConfig's fields
+_TRAIN_RULES = {
+    "steps": _rule(_check_int, 1),
+    "batch_size": _rule(_check_int, 1),
+    "lr": _rule(_check_positive),
+    "optimizer": _rule(_check_choice, OPTIMIZERS),
+    "betas": _rule(_check_pair, _check_prob, "two numbers in [0, 1), e.g. (0.9, 0.98)"),
+    "eps": _rule(_check_positive),
+    "momentum": _rule(_check_prob),
+    "weight_decay": _rule(_check_number, low=0),
+    "schedule": _rule(_check_choice, SCHEDULES),
+    "warmup": _rule(_check_int, 0),
+    "clip": _rule(_check_positive, optional=True),
+    "label_smoothing": _rule(_check_prob),
+    "seed": _rule(_check_int, 0, high=SEED_LIMIT),
+    "device": _rule(_check_device, optional=True),
+    "amp": _rule(_check_bool, optional=True),
+    "eval_every": _rule(_check_int, 0),
+    "eval_batches": _rule(_check_int, 1),
+    "log_every": _rule(_check_int, 1),
+    "checkpoint_every": _rule(_check_int, 0),
+    "checkpoint_path": _rule(_check_path, optional=True),
+    "diverge_loss": _rule(_check_positive, optional=True),
+    "stuck_fraction": _rule(_check_number, low=0, high=1, low_open=True),
+    "progress": _rule(_check_bool),
+    "record_updates": _rule(_check_bool),
+    "compile": _rule(_check_bool),
+    "amp_dtype": _rule(_check_choice, AMP_DTYPES, optional=True),
+    "max_tokens": _rule(_check_int, 1, optional=True),
+    "bleu_sentences": _rule(_check_int, 0),
+    "min_bleu": _rule(_check_number, low=0, high=100),
+    "diagnose": _rule(_check_bool),
+    "watch_every": _rule(_check_int, 0),
+}
+
+
+@dataclass
+class TrainConfig(_Replaceable):
+    """How to train: optimiser, schedule, clipping, divergence rules, bookkeeping.
+
+    Schedules (lr(t) for step t = 1, 2, …, warmup steps w):
+      ``constant``      lr, after a linear warmup if w > 0
+      ``inverse-sqrt``  lr · min(t/w, sqrt(w/t))  (Vaswani et al.; w=0: constant)
+      ``linear-decay``  linear warmup to lr, then linearly to 0 at ``steps``
+    """
+
+    steps: int = 200
+    batch_size: int = 32
+    lr: float = 5e-4
+    optimizer: str = "adam"
+    betas: tuple = (0.9, 0.98)
+    eps: float = 1e-8
+    momentum: float = 0.9  # SGD only
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    warmup: int = 0
+    clip: float | None = None  # max global gradient norm
+    label_smoothing: float = 0.0
+    seed: int = 0
+    device: str | None = None  # None: cuda when present, else cpu
+    amp: bool | None = None  # None: on for cuda
+    eval_every: int = 0  # 0: only at the end
+    eval_batches: int = 4
+    log_every: int = 1
+    checkpoint_every: int = 0
+    checkpoint_path: str | None = None
+    diverge_loss: float | None = None  # None: 3 × ln(vocab)
+    stuck_fraction: float = 0.95  # final loss ≥ this × chance loss → 'stuck'
+    progress: bool = False
+    record_updates: bool = True  # record ‖Δθ‖ at each logged step (from the optimiser's state, no copy)
+    # --- speed, precision, batching (tfx.train)
+    compile: bool = False  # torch.compile the model's loss (one graph, no breaks)
+    amp_dtype: str | None = None  # 'bf16', 'fp16' (with a gradient scaler), 'fp32'; None: bf16/fp16 on cuda, fp32 else
+    max_tokens: int | None = None  # batch by token count (length-bucketed) instead of batch_size sentences
+    # --- honest status and diagnosis
+    bleu_sentences: int = 100  # translation: BLEU on the first N validation sentences at each evaluation
+    min_bleu: float = 1.0  # translation: a run whose last BLEU is below this learned nothing of its source
+    diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
+    watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
+
+    def __post_init__(self):
+        _validate(self, _TRAIN_RULES)
+        if self.checkpoint_every and self.checkpoint_path is None:
+            raise ValueError(f"checkpoint_every={self.checkpoint_every} needs checkpoint_path (a file to write)")
+        if self.amp and self.device is not None and torch.device(self.device).type != "cuda":
+            raise ValueError(
+                f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}"
+            )
+        if self.amp is False and self.amp_dtype not in (None, "fp32"):
+            raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")

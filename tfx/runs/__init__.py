@@ -1,0 +1,13 @@
+"""The runs wing: training, and many runs. It uses the model wing (tfx.nn), and a
+theory probe where a run records one; it never draws.
+
+    train       the loop: divergence caught, metrics without host syncs, checkpoints, resume
+    diagnose    where a diverged run blew up (replays the last steps)
+    data        synthetic seq2seq tasks; load_task
+    corpus      the shipped German→English corpora, IWSLT'14 (full profile), BPE, BLEU
+    profiles    quick / book / full: the sizes every chapter reads
+    experiment  an experiment file (experiments/NAME.toml), checked field by field
+    sweep       many runs in process (run_grid) or from a file (python -m tfx.sweep)
+    results     the records a sweep writes, one JSON line per finished run
+    bench       a training step's throughput against torch.nn.Transformer (python -m tfx.bench)
+"""

@@ -1,0 +1,202 @@
+"""Where finished runs go and how they come back: one JSON line per run in ``results/*.jsonl``.
+
+    recs = tfx.runs.results.load("warmup", P)      # every run of experiments/warmup.toml in P's profile
+    tfx.runs.sweep.summary(recs)                   # the in-process helpers read these Records too
+
+A line is appended in one ``write`` to a file opened with ``O_APPEND`` (under an exclusive
+lock, then fsync), so concurrent writers never interleave and a killed sweep leaves whole
+lines; the reader still skips, with a warning, a last line that does not parse. Shards
+of one sweep write their own files (``NAME.PROFILE.shard-I-of-N.jsonl``); the reader merges
+them and keeps one record per run (the newest, when a run was recorded by two code versions).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..nn.config import ModelConfig, TrainConfig
+from .train import History
+
+try:
+    import fcntl
+except ImportError:  # Windows: O_APPEND alone
+    fcntl = None
+
+
+@dataclass
+class Record:
+    """One training run: what ran (label, configs, seed, task), where and with which code
+    (device, AMP dtype, code version), how long it took and how it ended (status, reason,
+    the full History, BLEU where measured). File-backed sweeps also fill in the experiment,
+    its profile, the grid point and the keys that identify the run."""
+
+    label: str
+    config: ModelConfig
+    train_config: TrainConfig
+    seed: int
+    code_version: str
+    device: str
+    wall_time: float
+    status: str
+    history: History = field(repr=False)
+    reason: str = ""
+    task: str = ""
+    amp_dtype: str | None = None
+    bleu: float | None = None
+    experiment: str = ""
+    profile: str = ""
+    point: dict = field(default_factory=dict)
+    index: int = 0  # position in the experiment's list of runs
+    run_id: str = ""  # what ran (label, configs, seed, task, experiment, profile)
+    key: str = ""  # run_id and the code version: a rerun skips a key already recorded
+    finished_at: str = ""  # UTC, ISO 8601
+
+    @property
+    def final_loss(self) -> float:
+        """Mean training loss over the last 10 % of steps (``History.final_loss``)."""
+        return self.history.final_loss()
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d.update(config=self.config.to_dict(), train_config=self.train_config.to_dict(),
+                 history=self.history.to_dict())
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Record":
+        """The inverse of ``to_dict``; fields this version of tfx does not know are dropped,
+        so old and new records read alike."""
+        d = dict(d)
+        d["config"] = ModelConfig(**_known(ModelConfig, d["config"]))
+        d["train_config"] = TrainConfig(**_known(TrainConfig, d["train_config"]))
+        d["history"] = History(**_known(History, d["history"]))
+        return cls(**_known(cls, d))
+
+    def __getitem__(self, key):  # records also read like dicts: rec["status"]
+        return getattr(self, key)
+
+
+def _known(cls, d: dict) -> dict:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+# ---------------------------------------------------------------------- files
+def default_dir() -> Path:
+    """``$TFX_RESULTS``, else ``results/`` at the top of the tfx checkout, else ``./results``."""
+    if os.environ.get("TFX_RESULTS"):
+        return Path(os.environ["TFX_RESULTS"])
+    root = Path(__file__).resolve().parents[2]
+    return root / "results" if (root / "experiments").is_dir() else Path.cwd() / "results"
+
+
+def path_for(results_dir, experiment: str, profile: str, shard: tuple[int, int] | None = None) -> Path:
+    """``DIR/NAME.PROFILE.jsonl``, or ``DIR/NAME.PROFILE.shard-I-of-N.jsonl`` for shard I of N."""
+    tail = "" if shard is None or shard[1] == 1 else f".shard-{shard[0]}-of-{shard[1]}"
+    return Path(results_dir) / f"{experiment}.{profile}{tail}.jsonl"
+
+
+def files_for(results_dir, experiment: str, profile: str) -> list[Path]:
+    """Every results file of ``experiment`` in ``profile``: the unsharded one and all shards."""
+    d = Path(results_dir)
+    return sorted({*d.glob(f"{experiment}.{profile}.jsonl"), *d.glob(f"{experiment}.{profile}.shard-*-of-*.jsonl")})
+
+
+def append(path, record) -> None:
+    """Append ``record`` (a Record or its dict) to ``path`` as one JSON line, atomically."""
+    d = record.to_dict() if isinstance(record, Record) else record
+    line = (json.dumps(d, separators=(",", ":")) + "\n").encode("utf-8")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # other processes appending to the same file wait
+        written = os.write(fd, line)  # one write: a kill leaves the whole line or none of it
+        if written != len(line):
+            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def read(paths, dedupe: bool = True) -> list[Record]:
+    """Records from one or more JSON-lines files, merged, sorted by their place in the
+    experiment. ``dedupe``: one record per run (``run_id``), the most recently finished.
+    A line that does not parse (a torn last line) is skipped with a warning."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    recs = []
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    recs.append(Record.from_dict(json.loads(line)))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                    warnings.warn(f"{p}:{n}: skipping a line that is not a whole record ({type(e).__name__})")
+    if dedupe:
+        newest: dict = {}
+        for r in recs:
+            k = r.run_id or r.key or id(r)
+            if k not in newest or r.finished_at >= newest[k].finished_at:
+                newest[k] = r
+        recs = list(newest.values())
+    return sorted(recs, key=lambda r: (r.experiment, r.profile, r.index))
+
+
+def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
+    """Every recorded run of ``experiment`` (its name, e.g. ``"warmup"``) in ``profile``
+    (a name or a Profile; default: the current one), from all its files (shards merged)."""
+    from .profiles import get_profile
+
+    if profile is None or not isinstance(profile, str):
+        profile = (profile or get_profile(check_task=False)).name
+    files = files_for(results_dir or default_dir(), experiment, profile)
+    return read(files) if files else []
+
+
+def provenance(records) -> str:
+    """'device cpu · code 1a2b3c4d5e6f · 2026-11-23' for a set of records (every distinct value)."""
+    join = lambda xs: ", ".join(sorted({str(x) for x in xs if x})) or "?"  # noqa: E731
+    return (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)} · "
+            f"{join(r.finished_at[:10] for r in records)}")
+
+
+def select(records, **point) -> list[Record]:
+    """The records whose grid point has every given ``axis=variant`` (axes with a dot, like
+    ``train.warmup``, through ``**{"train.warmup": "warmup=0"}``), in seed order."""
+    out = [r for r in records if all(r.point.get(k) == v for k, v in point.items())]
+    return sorted(out, key=lambda r: r.seed)
+
+
+def final_eval_loss(r: Record) -> float:
+    """The validation loss at the run's last evaluation (NaN if it never evaluated)."""
+    return float(r.history.eval_loss[-1]) if r.history.eval_loss else math.nan
+
+
+def _cell(r: Record, fmt: str, value) -> str:
+    if r.status == "diverged":
+        return f"diverged (step {r.history.diverged_step or '?'})"
+    return fmt.format(value(r)) + (" (stuck)" if r.status == "stuck" else "")
+
+
+def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str:
+    """A Markdown table of one number per run: one row per variant of axis ``rows``, one
+    column per variant of axis ``cols`` (in the order the records first show them); each cell
+    lists every seed's value, 'diverged (step s)' for a diverged run, '(stuck)' after a stuck one.
+    ``value(record)``: the number shown (default: the final training loss; e.g.
+    :func:`final_eval_loss`)."""
+    value = value or (lambda r: r.final_loss)
+    order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
+    row_names, col_names = order(rows), order(cols)
+    lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]
+    for rn in row_names:
+        cells = [" / ".join(_cell(r, fmt, value) for r in select(records, **{rows: rn})
+                            if r.point.get(cols) == cn) or "—" for cn in col_names]
+        lines.append(f"| {rn} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

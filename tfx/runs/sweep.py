@@ -1,0 +1,424 @@
+"""Run many training runs and record every one: in a notebook, or as a sweep that survives a night.
+
+In process (a chapter's small grid):
+
+    configs = {"Post-LN": ModelConfig.for_task(task, placement="post"),
+               "Pre-LN": ModelConfig.for_task(task, placement="pre")}
+    records = run_grid(configs, task, TrainConfig(steps=200, lr=1e-3), seeds=2)
+    by_label(records)["Pre-LN"][0].history.status      # 'ok', 'stuck' or 'diverged'
+
+From an experiment file (``experiments/NAME.toml``, see :mod:`tfx.runs.experiment`), each
+finished run appended to ``results/NAME.PROFILE.jsonl`` (see :mod:`tfx.runs.results`):
+
+    python -m tfx.sweep experiments/warmup --profile book --jobs 8
+    python -m tfx.sweep experiments/warmup --shard $SLURM_ARRAY_TASK_ID/16   # one job of 16
+
+A rerun skips the runs already recorded (same experiment, profile, label, configs, seed,
+task and code version) and resumes an interrupted run from its checkpoint, so after a
+``kill -9`` the rerun's records equal an uninterrupted sweep's. ``--jobs N`` trains N runs
+at once in separate processes; ``--shard I/N`` (0 ≤ I < N) keeps every N-th run, for a
+scheduler's array job, each shard writing its own file that :func:`tfx.runs.results.load` merges.
+
+Each record says what ran, where and with which code (device, AMP dtype, code version),
+how long it took and how it ended (status, reason and the full History), so a chapter's
+figures and verdicts can be read from the records alone and a reader can rerun any of them.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import results
+from ..nn.config import ModelConfig, TrainConfig
+from ..nn.model import build_model
+from .results import Record
+from .train import History, train
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tfx-book")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The git commit of the tfx checkout (``+dirty`` if it has uncommitted changes),
+    else ``tfx <__version__>`` (an installed copy without git)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        run = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True,  # noqa: E731
+                                        timeout=5, check=True).stdout.strip()
+        if run("rev-parse", "--show-toplevel") != str(root):
+            raise RuntimeError("tfx is not at the top of a git checkout")
+        commit = run("rev-parse", "--short=12", "HEAD")
+        dirty = bool(run("status", "--porcelain", "--untracked-files=no", "--", "tfx"))
+        return commit + ("+dirty" if dirty else "")
+    except Exception:  # no git, not a checkout, or a pip-installed copy
+        return f"tfx {_installed_version()}"
+
+
+def build_for_run(config: ModelConfig, task, train_cfg: TrainConfig, init_batch_size: int | None = None):
+    """The model a run starts from: ``config`` with initial weights from ``train_cfg.seed``;
+    initialisers that look at data (Admin's profiling pass) get ``task.batch(0, …)`` of
+    ``init_batch_size`` sequences (default: the training batch size). ``tfx.train(model,
+    task, train_cfg)`` on it is then exactly the recorded run."""
+    return build_model(config, batch=task.batch(0, init_batch_size or train_cfg.batch_size), seed=train_cfg.seed)
+
+
+def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed: int = 0,
+            init_batch_size: int | None = None, checkpoint_path: str | None = None,
+            checkpoint_every: int = 0) -> Record:
+    """Build ``config`` with initial weights from ``seed``, train it on ``task`` with
+    ``train_cfg`` (its ``seed`` replaced by ``seed``) and return the Record.
+
+    Initialisers that look at data (Admin's profiling pass) get ``task.batch(0, …)``
+    of ``init_batch_size`` sequences (default: the training batch size).
+    ``checkpoint_path``: save there every ``checkpoint_every`` steps and, if the file
+    exists, continue from it (``tfx.train(..., resume=True)``); where checkpoints go is
+    bookkeeping, not part of what ran, so the Record's configs leave it out.
+    """
+    tc = train_cfg.replace(seed=seed)
+    t0 = time.perf_counter()
+    model = build_for_run(config, task, tc, init_batch_size)
+    build_time = time.perf_counter() - t0
+    if checkpoint_path:
+        hist = train(model, task, tc.replace(checkpoint_path=str(checkpoint_path),
+                                             checkpoint_every=checkpoint_every), resume=True)
+        hist.train_config = json.loads(json.dumps(tc.to_dict()))
+    else:
+        hist = train(model, task, tc)
+    return Record(label=label, config=config, train_config=tc, seed=seed, code_version=code_version(),
+                  device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
+                  status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
+                  task=getattr(hist, "task", "") or getattr(task, "name", ""),
+                  amp_dtype=_amp_dtype(hist, tc), bleu=_bleu(hist),
+                  finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def _bleu(hist) -> float | None:
+    """The run's BLEU where its History measured one (``bleu``, else the last ``eval_bleu``)."""
+    bleu = getattr(hist, "bleu", None)
+    if isinstance(bleu, (int, float)):
+        return float(bleu)
+    # tfx.train keeps one BLEU per evaluation in ``bleu`` (older Histories: ``eval_bleu``)
+    scores = [b for b in (bleu if isinstance(bleu, list) else getattr(hist, "eval_bleu", None)) or []
+              if b is not None]
+    return scores[-1] if scores else None
+
+
+_TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _amp_dtype(hist, tc) -> str:
+    """The History's own record of the autocast dtype when it keeps one; else what
+    ``tfx.train`` picks: bf16 (or fp16) autocast on CUDA unless ``amp=False``, fp32 elsewhere."""
+    if getattr(hist, "amp_dtype", None):  # tfx.train writes 'bf16' / 'fp16' / 'fp32'
+        return _TORCH_DTYPE_NAMES.get(str(hist.amp_dtype), str(hist.amp_dtype))
+    if not str(hist.device).startswith("cuda") or tc.amp is False:
+        return "float32"
+    import torch
+
+    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+
+
+def run_grid(configs: dict, task, train_cfg: TrainConfig, seeds=1, progress: bool = False) -> list[Record]:
+    """Train every ``{label: ModelConfig}`` once per seed; returns the Records in order
+    (labels outer, seeds inner).
+
+    ``seeds``: a number n (seeds 0 … n−1) or an explicit list of seeds.
+    ``train_cfg`` may also be a dict ``{label: TrainConfig}`` (e.g. one run with warmup).
+    A run that fails to train does not stop the grid: its status says so.
+    """
+    if not configs:
+        raise ValueError("configs is empty: give at least one {label: ModelConfig}")
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise ValueError(f"seeds={seeds!r}: need at least one seed")
+    for label, cfg in configs.items():
+        if not isinstance(cfg, ModelConfig):
+            raise ValueError(f"configs[{label!r}] is a {type(cfg).__name__}, not a ModelConfig")
+    if isinstance(train_cfg, dict):
+        missing = [k for k in configs if k not in train_cfg]
+        if missing:
+            raise ValueError(f"train_cfg has no TrainConfig for {', '.join(map(repr, missing))}")
+    records = []
+    for label, cfg in configs.items():
+        tc = train_cfg[label] if isinstance(train_cfg, dict) else train_cfg
+        for seed in seed_list:
+            rec = run_one(label, cfg, task, tc, seed)
+            if progress:
+                print(f"{label} seed {seed}: {rec.status}, final loss {rec.final_loss:.3f} "
+                      f"({rec.wall_time:.1f} s)", flush=True)
+            records.append(rec)
+    return records
+
+
+def by_label(records) -> dict:
+    """``{label: [Record, …]}`` in the order the labels first appear."""
+    out: dict = {}
+    for r in records:
+        out.setdefault(r.label, []).append(r)
+    return out
+
+
+def histories(records, seed: int | None = None) -> dict:
+    """``{label: History}`` for ``tfx.book.plot.loss_curves``: the run with ``seed``
+    (default: each label's first run)."""
+    out = {}
+    for label, recs in by_label(records).items():
+        pick = recs if seed is None else [r for r in recs if r.seed == seed]
+        if pick:
+            out[label] = pick[0].history
+    return out
+
+
+def summary(records) -> dict:
+    """Per label: ``{'statuses': [...], 'final_losses': [...], 'mean_final_loss',
+    'n_ok', 'n', 'wall_time'}`` (mean over the runs that did not diverge; nan if none)."""
+    out = {}
+    for label, recs in by_label(records).items():
+        finals = [r.final_loss for r in recs]
+        usable = [f for r, f in zip(recs, finals) if r.status != "diverged" and math.isfinite(f)]
+        out[label] = {
+            "statuses": [r.status for r in recs],
+            "final_losses": finals,
+            "mean_final_loss": sum(usable) / len(usable) if usable else float("nan"),
+            "n_ok": sum(r.status == "ok" for r in recs),
+            "n": len(recs),
+            "wall_time": sum(r.wall_time for r in recs),
+        }
+    return out
+
+
+def steps_to_loss(history: History, level: float, smooth: int = 5):
+    """The first step at which the ``smooth``-step moving average of the training loss
+    is below ``level`` (None if it never is): how fast a run learns."""
+    loss = history.loss
+    for i in range(smooth - 1, len(loss)):
+        window = loss[i - smooth + 1:i + 1]
+        if all(math.isfinite(v) for v in window) and sum(window) / smooth < level:
+            return history.step[i]
+    return None
+
+
+def first_step_below(steps, values, level):
+    """The first of ``steps`` whose value is ≤ ``level`` (None if none is): e.g. a run's
+    ``history.eval_step`` and ``history.eval_loss``, for the steps to a target validation loss."""
+    for s, v in zip(steps, values):
+        if math.isfinite(v) and v <= level:
+            return s
+    return None
+
+
+# ---------------------------------------------------------------------- sweeps from experiment files
+def run_key(experiment: str, profile: str, task: str, run, version: str | None = None) -> str:
+    """A run's identity as a hash: experiment, profile, task, label, model fields, TrainConfig
+    and seed; with ``version`` (the code version) the key a rerun looks for."""
+    what = {"experiment": experiment, "profile": profile, "task": task, "label": run.label,
+            "model": run.model, "train": run.train.to_dict(), "seed": run.seed}
+    if version is not None:
+        what["code_version"] = version
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` → (I, N) with 0 ≤ I < N (SLURM's ``$SLURM_ARRAY_TASK_ID/N`` with ``--array=0-(N-1)``)."""
+    try:
+        i, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise ValueError(f"shard={text!r} must be I/N with integers 0 ≤ I < N, e.g. 0/4") from None
+    if not 0 <= i < n:
+        raise ValueError(f"shard={text!r} must be I/N with 0 ≤ I < N, e.g. 0/4 … 3/4")
+    return i, n
+
+
+_TASKS: dict = {}  # per process: a worker loads each task once
+
+
+def _work(job: dict) -> tuple[dict, bool]:
+    """Train one run (in this process or a worker); returns (record dict, resumed?)."""
+    import torch
+
+    from .profiles import load_task_or_fallback
+
+    if job["task"] not in _TASKS:
+        _TASKS[job["task"]] = load_task_or_fallback(job["task"], length=job["seq_len"])
+    task, run = _TASKS[job["task"]], job["run"]
+    resumed = os.path.exists(job["checkpoint"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
+    try:
+        rec = run_one(run.label, ModelConfig.for_task(task, **run.model), task, run.train, run.seed,
+                      checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
+    finally:
+        torch.set_num_threads(threads)
+    for k in ("experiment", "profile", "index", "run_id", "key"):
+        setattr(rec, k, job[k])
+    rec.point, rec.task = dict(run.point), job["task"]
+    return rec.to_dict(), resumed
+
+
+def _die_with_parent(parent: int):
+    """Worker initialiser: on Linux a worker is killed when the sweep is (``kill -9``), so
+    a rerun never races an orphaned worker for a run's checkpoint."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the sweep died while this worker was starting
+        os._exit(1)
+
+
+def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
+                   threads: int = 1, progress: bool = True) -> list[Record]:
+    """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
+    (default: the current one); returns this shard's Records in the experiment's order.
+
+    Each finished run is appended to ``results_dir`` (default ``results/``); runs already
+    recorded with this code version are skipped; a run with a checkpoint continues from it.
+    ``jobs``: runs trained at once, each in its own process (spawned); ``threads``: torch
+    threads per run. ``shard``: ``(I, N)`` or ``"I/N"``: only runs I, I+N, I+2N, ….
+    A run that raises does not stop the others; the error is reported at the end.
+    """
+    from .experiment import Experiment
+    from .profiles import get_profile, resolve_task
+
+    exp = experiment if isinstance(experiment, Experiment) else Experiment.load(experiment)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
+    i, n = parse_shard(shard) if isinstance(shard, str) else (shard or (0, 1))
+    P = get_profile(profile if profile is None or isinstance(profile, str) else profile.name, check_task=False)
+    task, note = resolve_task(exp.task(P.name))
+    results_dir = Path(results_dir or results.default_dir())
+    out = results.path_for(results_dir, exp.name, P.name, (i, n))
+    ckpt_dir = results_dir / "checkpoints" / f"{exp.name}.{P.name}"
+    version = code_version()
+    recorded = {r.key: r for r in results.read(results.files_for(results_dir, exp.name, P.name), dedupe=False)}
+    mine, todo = [], []
+    for index, run in enumerate(exp.runs(P.name)):
+        if index % n != i:
+            continue
+        key = run_key(exp.name, P.name, task, run, version)
+        ckpt = ckpt_dir / f"{key}.pt"
+        mine.append(key)
+        if key in recorded:
+            ckpt.unlink(missing_ok=True)  # recorded, then killed before the checkpoint was removed
+            continue
+        todo.append({"run": run, "index": index, "key": key, "run_id": run_key(exp.name, P.name, task, run),
+                     "experiment": exp.name, "profile": P.name, "task": task, "seq_len": P.seq_len,
+                     "checkpoint": str(ckpt), "threads": threads,
+                     "checkpoint_every": exp.checkpoint_every(P.name, run.train.steps)})
+    log = functools.partial(print, file=sys.stderr, flush=True)
+    log(f"{exp.name}: {len(mine)} runs (profile {P.name}, task {task}"
+        + (f", shard {i}/{n}" if n > 1 else "") + f"), {len(mine) - len(todo)} already recorded; → {out}")
+    if note:
+        log(f"note: {note}")
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=exp.name, unit="run", disable=not progress)
+    failures = []
+
+    def finish(job, result):
+        d, resumed = result
+        results.append(out, d)
+        Path(job["checkpoint"]).unlink(missing_ok=True)
+        recorded[d["key"]] = Record.from_dict(d)
+        bar.update(1)
+        bar.write(f"{d['label']} seed {d['seed']}: {d['status']}, final loss "
+                  f"{recorded[d['key']].final_loss:.3f} ({d['wall_time']:.1f} s)"
+                  + (", resumed from its checkpoint" if resumed else ""), file=sys.stderr)
+
+    def failed(job, exc_text):
+        failures.append(f"{job['run'].label} seed {job['run'].seed}")
+        bar.write(f"{job['run'].label} seed {job['run'].seed} raised:\n{exc_text}", file=sys.stderr)
+
+    if jobs == 1:
+        for job in todo:
+            try:
+                result = _work(job)
+            except Exception:
+                failed(job, traceback.format_exc())
+                continue
+            finish(job, result)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
+            futures = {pool.submit(_work, job): job for job in todo}
+            for fut in as_completed(futures):
+                try:
+                    result = fut.result()
+                except Exception:
+                    failed(futures[fut], traceback.format_exc())
+                    continue
+                finish(futures[fut], result)
+    bar.close()
+    if failures:
+        raise RuntimeError(f"{len(failures)} run(s) raised and were not recorded: {', '.join(failures)}")
+    return [recorded[k] for k in mine]
+
+
+def load_or_run(experiment: str, profile, run_missing: bool | None = None, results_dir=None) -> list[Record]:
+    """The recorded runs of ``experiment`` in ``profile`` (a name or a Profile); where there
+    are none and ``run_missing`` (default: on a CPU profile, never for ``full``), run the
+    experiment file now, one run at a time, and return what it recorded. ``full`` results
+    come from a GPU (``python -m tfx.sweep experiments/NAME --profile full``): a chapter
+    shows a note where they are missing, never a substitute."""
+    name = profile if isinstance(profile, str) else profile.name
+    recs = results.load(experiment, name, results_dir)
+    if recs or not (run_missing if run_missing is not None else name != "full"):
+        return recs
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    return run_experiment(root / experiment, name, results_dir, jobs=1, progress=False)
+
+
+def main(argv=None) -> int:
+    """``python -m tfx.sweep experiments/NAME [--profile P] [--jobs N] [--shard I/N] [--results DIR]``"""
+    ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
+    ap.add_argument("experiment", help="experiments/NAME or experiments/NAME.toml")
+    ap.add_argument("--profile", choices=("quick", "book", "full"), default=None,
+                    help="sizes to use (default: $TFX_PROFILE, else full with CUDA, book without)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
+    ap.add_argument("--shard", default=None, help="I/N: run only every N-th run, starting at I (0 ≤ I < N)")
+    ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    ap.add_argument("--list", action="store_true", help="list the runs and exit")
+    args = ap.parse_args(argv)
+    from .experiment import Experiment
+    from .profiles import get_profile
+
+    try:
+        exp = Experiment.load(args.experiment)
+        if args.list:
+            P = get_profile(args.profile, check_task=False)
+            runs = exp.runs(P.name)
+            i, n = parse_shard(args.shard) if args.shard else (0, 1)
+            for index, run in enumerate(runs):
+                if index % n == i:
+                    print(f"{index:4d}  {run.label}  seed {run.seed}")
+            return 0
+        run_experiment(exp, args.profile, args.results, jobs=args.jobs, shard=args.shard, threads=args.threads)
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,585 @@
+"""The training loop: optimisers, learning-rate schedules, divergence detection, checkpoints.
+
+    hist = train(model, task, TrainConfig(steps=200, lr=1e-3, warmup=0))
+    hist.status      # 'ok', 'diverged' (non-finite or exploding loss) or 'stuck' (learned nothing
+                     # about its input: ended near chance, or, on held-out data, no better than it)
+    hist.diagnosis   # for a diverged run: the first sub-layer that went out of range (tfx.runs.diagnose)
+
+Nothing raises when a run goes wrong: the history so far comes back with its status.
+
+The loop never waits for the device between logged steps: loss, accuracy and the
+gradient and update norms stay on it and are read every ``log_every`` steps, so a
+non-finite or exploding loss is caught at most ``log_every`` steps late, and is
+reported at the step where it happened.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from ..nn.config import TrainConfig
+from ..nn.optim import lr_at, make_optimizer, pick_device
+from .diagnose import Watch, first_offender, largest
+
+STATUSES = ("ok", "diverged", "stuck")
+
+
+class UpdateNorm:
+    """‖θ_t − θ_{t−1}‖ of the optimiser step just taken, read from the optimiser's state
+    with multi-tensor (foreach) kernels, without keeping a copy of θ:
+
+      Adam    Δ = −lr/(1−β₁ᵗ) · m_t / (√v_t / √(1−β₂ᵗ) + ε)        (Kingma & Ba 2015)
+      AdamW   the same − lr·λ·θ_{t−1}, θ_{t−1} = θ_t / (1 − lr·λ)   (Loshchilov & Hutter 2019)
+      SGD     Δ = −lr · b_t, the momentum buffer
+
+    Other optimisers (RAdam, SGD without momentum) copy θ before the step instead.
+    ``after()`` returns a 0-dim device tensor: nothing is read back.
+    """
+
+    def __init__(self, opt: torch.optim.Optimizer):
+        self.opt, groups = opt, opt.param_groups
+        if isinstance(opt, torch.optim.Adam):  # AdamW is an Adam with decoupled decay in torch ≥ 2.6
+            self.kind = "adam" if not any(g["amsgrad"] or g["maximize"] for g in groups) else None
+        elif isinstance(opt, torch.optim.SGD):
+            ok = all(g["momentum"] > 0 and not g["nesterov"] and not g["dampening"] for g in groups)
+            self.kind = "sgd" if ok else None
+        else:
+            self.kind = None
+        self._before = None
+
+    def _groups(self):
+        for g in self.opt.param_groups:
+            ps = [p for p in g["params"] if p.grad is not None]
+            if ps:
+                yield g, ps
+
+    @torch.no_grad()
+    def before(self):
+        if self.kind is None:
+            self._before = [[p.detach().clone() for p in ps] for _, ps in self._groups()]
+
+    @torch.no_grad()
+    def after(self) -> torch.Tensor:
+        norms = []
+        for i, (g, ps) in enumerate(self._groups()):
+            if self.kind is None:
+                delta = torch._foreach_sub(ps, self._before[i])
+            elif self.kind == "sgd":
+                delta = [self.opt.state[p]["momentum_buffer"] * g["lr"] for p in ps]
+            else:
+                delta = self._adam(g, ps)
+            norms.extend(torch._foreach_norm(delta))
+        self._before = None
+        return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros(())
+
+    def _adam(self, g, ps):
+        state = [self.opt.state[p] for p in ps]
+        (b1, b2), lr, wd = g["betas"], g["lr"], g["weight_decay"]
+        t = state[0]["step"]
+        t = float(t) if t.device.type == "cpu" else t  # fused kernels keep the step count on the device
+        if isinstance(t, float) and t == 0:
+            return [torch.zeros_like(p) for p in ps]  # no step yet: a gradient scaler skipped it
+        denom = torch._foreach_sqrt([s["exp_avg_sq"] for s in state])
+        torch._foreach_div_(denom, (1 - b2 ** t) ** 0.5)
+        torch._foreach_add_(denom, g["eps"])
+        delta = torch._foreach_div([s["exp_avg"] for s in state], denom)
+        torch._foreach_mul_(delta, lr / (1 - b1 ** t) if isinstance(t, float) else lr / (1 - b1 ** t).clamp(min=1e-30))
+        if wd and g.get("decoupled_weight_decay", isinstance(self.opt, torch.optim.AdamW)):
+            torch._foreach_add_(delta, ps, alpha=lr * wd / (1 - lr * wd))
+        return delta
+
+
+@dataclass
+class History:
+    """Everything a run recorded. Per logged step: loss, lr, grad_norm (before clipping),
+    update_norm ‖θ_t − θ_{t−1}‖, acc. Per evaluation: eval_step, eval_loss, eval_acc, and
+    bleu (translation tasks: greedy BLEU on the first ``bleu_sentences`` validation
+    sentences). Every ``watch_every`` steps: watch_step, and per sub-layer (``sublayers``)
+    act_max (largest |branch output|) and logit_max (largest |attention logit|).
+    A diverged run has ``diverged_step`` and ``diagnosis`` (see tfx.runs.diagnose)."""
+
+    status: str = "running"
+    reason: str = ""
+    steps_done: int = 0
+    step: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    acc: list = field(default_factory=list)
+    lr: list = field(default_factory=list)
+    grad_norm: list = field(default_factory=list)
+    update_norm: list = field(default_factory=list)
+    eval_step: list = field(default_factory=list)
+    eval_loss: list = field(default_factory=list)
+    eval_acc: list = field(default_factory=list)
+    chance_loss: float = float("nan")
+    tokens: int = 0
+    wall_time: float = 0.0
+    device: str = ""
+    model_config: dict = field(default_factory=dict)
+    train_config: dict = field(default_factory=dict)
+    task: str = ""
+    amp_dtype: str = ""  # 'bf16', 'fp16' or 'fp32': the precision the forward pass ran in
+    bleu: list = field(default_factory=list)
+    diverged_step: int = 0
+    diagnosis: dict = field(default_factory=dict)
+    sublayers: list = field(default_factory=list)
+    watch_step: list = field(default_factory=list)
+    act_max: list = field(default_factory=list)
+    logit_max: list = field(default_factory=list)
+
+    def final_loss(self, fraction: float = 0.1) -> float:
+        """Mean training loss over the last ``fraction`` of the recorded steps (nan if none)."""
+        if not self.loss:
+            return float("nan")
+        k = max(1, int(len(self.loss) * fraction))
+        return sum(self.loss[-k:]) / k
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.wall_time if self.wall_time else float("nan")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def save(self, path: str):
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f)
+
+    @classmethod
+    def load(cls, path: str) -> "History":
+        with open(path) as f:
+            return cls(**json.load(f))
+
+    def __repr__(self) -> str:
+        return (f"History(status={self.status!r}, steps_done={self.steps_done}, "
+                f"final_loss={self.final_loss():.4g}, chance_loss={self.chance_loss:.4g}, device={self.device!r})")
+
+
+def decide_status(hist: History, cfg: TrainConfig) -> tuple[str, str]:
+    """'ok' or 'stuck' for a run that did not diverge, from held-out evidence where there is some.
+
+    A run is 'stuck' (it learned nothing about its input) when
+      * its final training loss is ≥ ``stuck_fraction`` × chance (it never left the best
+        prediction that ignores the input), or
+      * its best validation loss is ≥ ``stuck_fraction`` × chance, or its last one is ≥ chance
+        (held out, it predicts no better than that prediction), or
+      * (translation) its last BLEU is below ``min_bleu``.
+    The last two matter for translation, whose chance loss is the unigram entropy: a
+    target-side language model beats it without reading the source, so a training loss
+    below chance proves nothing about the source.
+    """
+    chance, f = hist.chance_loss, cfg.stuck_fraction
+    final = hist.final_loss()
+    if not final < f * chance:
+        return "stuck", (f"final loss {final:.4g} ≥ {f} × chance loss {chance:.4g} (the model collapsed to, "
+                         "or never left, the best prediction that ignores its input)")
+    if hist.eval_loss:
+        best, last = min(hist.eval_loss), hist.eval_loss[-1]
+        if not best < f * chance:
+            return "stuck", (f"validation loss never went below {f} × chance loss {chance:.4g} (best {best:.4g}): "
+                             "on held-out data the model does no better than ignoring its input")
+        if not last < chance:
+            at = hist.eval_step[hist.eval_loss.index(best)]
+            return "stuck", (f"validation loss climbed from its best {best:.4g} (step {at}) to {last:.4g}, "
+                             f"above the chance loss {chance:.4g}: on held-out data it now predicts worse than "
+                             "the best guess that ignores its input")
+    if hist.bleu and not hist.bleu[-1] >= cfg.min_bleu:
+        return "stuck", (f"BLEU {hist.bleu[-1]:.2f} < min_bleu {cfg.min_bleu} on the first {cfg.bleu_sentences} "
+                         f"validation sentences: it learned nothing about its source (a training loss of {final:.4g} "
+                         f"below the unigram chance {chance:.4g} is what a target-side language model reaches alone)")
+    return "ok", ""
+
+
+@torch.no_grad()
+def evaluate(model, batches, device, amp_dtype=None) -> tuple[float, float]:
+    """Token-weighted mean loss and accuracy over ``batches``, in eval mode (one read of the device)."""
+    was = model.training
+    model.eval()
+    total, n = torch.zeros(2, dtype=torch.float64, device=device), 0
+    for b in batches:
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            out = model.loss(b.to(device))
+        total += torch.stack([out["loss"], out["acc"]]).double() * out["tokens"]
+        n += out["tokens"]
+    model.train(was)
+    loss, acc = (total / max(n, 1)).tolist()
+    return loss, acc
+
+
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
+
+
+def _amp_dtype(device, cfg: TrainConfig):
+    """The autocast dtype (None: fp32): ``cfg.amp_dtype`` if set, else bf16 (fp16 where the
+    GPU lacks bf16) on CUDA unless ``amp=False``, else fp32."""
+    if cfg.amp_dtype is not None:
+        return AMP_DTYPES[cfg.amp_dtype]
+    if device.type != "cuda" or cfg.amp is False:
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def _dtype_name(dtype) -> str:
+    return {v: k for k, v in AMP_DTYPES.items()}[dtype]
+
+
+def _rng_state(device):
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state, device):
+    torch.set_rng_state(state["cpu"].cpu())
+    if "cuda" in state and device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+
+
+def _clone(tree):
+    """A copy of a (nested) state dict, tensors cloned where they are."""
+    return torch.utils._pytree.tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, tree)
+
+
+SNAPSHOT_EVERY = 8  # steps between the states a divergence replay can start from
+
+
+class _Run:
+    """One run's moving parts: the optimiser step, the snapshots a replay starts from, the replay."""
+
+    def __init__(self, model, task, cfg: TrainConfig, device):
+        self.model, self.task, self.cfg, self.device = model, task, cfg, device
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.opt = make_optimizer(self.params, cfg, device)
+        self.amp = _amp_dtype(device, cfg)
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
+        self.loss_fn = torch.compile(model.loss_and_accuracy) if cfg.compile else model.loss_and_accuracy
+        self.updates = UpdateNorm(self.opt)
+        self.snapshots = []  # [(step, state)]: the two latest, oldest first
+
+    def batch(self, step):
+        """The data of optimiser step ``step`` = 1, 2, …: a function of the step alone."""
+        cfg = self.cfg
+        if cfg.max_tokens:
+            return self.task.batch(step - 1, max_tokens=cfg.max_tokens).to(self.device)
+        return self.task.batch(step - 1, cfg.batch_size).to(self.device)
+
+    def forward(self, batch, loss_fn, amp):
+        with torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
+            return loss_fn(batch.src, batch.tgt, self.cfg.label_smoothing, batch.src_padded, batch.tgt_padded)
+
+    def step(self, step, eager=False, record_update=False):
+        """One optimiser step. Returns (batch, lr, [loss, acc, grad norm, update norm]) with the
+        four numbers in one device tensor (update norm nan unless ``record_update``)."""
+        lr = lr_at(step, self.cfg)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        batch = self.batch(step)
+        loss, acc = self.forward(batch, self.model.loss_and_accuracy if eager else self.loss_fn, self.amp)
+        self.opt.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.opt)
+        if self.cfg.clip:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip)
+        else:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
+        if record_update:
+            self.updates.before()
+            scale = self.scaler._scale.clone() if self.scaler.is_enabled() else None
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        grad_norm = grad_norm.float()
+        upd = torch.full_like(grad_norm, float("nan"))
+        if record_update:
+            upd = self.updates.after().float()
+            if scale is not None:  # update() lowers the scale exactly when it skipped a step (inf gradients)
+                upd = upd * (self.scaler._scale >= scale)
+        return batch, lr, torch.stack([loss.detach().float(), acc.float(), grad_norm, upd])
+
+    def snapshot(self, step):
+        state = {"model": _clone(self.model.state_dict()), "optimizer": _clone(self.opt.state_dict()),
+                 "scaler": self.scaler.state_dict(), "rng": _rng_state(self.device)}
+        self.snapshots = (self.snapshots + [(step, state)])[-2:]
+
+    def _restore(self, state):
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(_clone(state["optimizer"]))
+        if state["scaler"]:
+            self.scaler.load_state_dict(state["scaler"])
+        _set_rng_state(state["rng"], self.device)
+
+    def diagnose(self, bad_step: int) -> dict:
+        """Replay from the older snapshot up to ``bad_step``, recording every sub-layer's largest
+        output and attention logit on the way, then the failing step's forward and backward
+        under a full Watch: in the run's dtype and, with the same weights, data and dropout, in fp32."""
+        start, state = self.snapshots[0]
+        self._restore(state)
+        names = Watch(self.model).names
+        before = {"step": [], "act_max": [], "logit_max": []}
+        for t in range(start + 1, bad_step):
+            with Watch(self.model) as w:
+                self.step(t, eager=True)
+            table = w.table()
+            before["step"].append(t)
+            before["act_max"].append(table["output"])
+            before["logit_max"].append(table["logit"])
+        batch, rng = self.batch(bad_step), _rng_state(self.device)
+        replays = {}
+        for amp in dict.fromkeys((self.amp, None)):  # the run's dtype, then fp32 (once if they are the same)
+            _set_rng_state(rng, self.device)
+            with Watch(self.model, grads=True) as w:
+                loss, _ = self.forward(batch, self.model.loss_and_accuracy, amp)
+                self.opt.zero_grad(set_to_none=True)
+                loss.backward()
+            table = w.table()
+            limit = torch.finfo(amp or torch.float32).max
+            replays[_dtype_name(amp)] = {"loss": float(loss.detach()), "first": first_offender(table, names, limit),
+                                         "output": table["output"], "logit": table["logit"], "grad": table["grad"]}
+        self.opt.zero_grad(set_to_none=True)
+        dtype = _dtype_name(self.amp)
+        run = replays[dtype]
+        out = {"step": bad_step, "dtype": dtype, "sublayers": names, "first": run["first"], "loss": run["loss"],
+               "act_max": run["output"], "logit_max": run["logit"], "grad_max": run["grad"], "before": before}
+        if dtype != "fp32":
+            out["fp32"] = {"loss": replays["fp32"]["loss"], "first": replays["fp32"]["first"]}
+        out["summary"] = _summary(out, run)
+        return out
+
+
+def _summary(d: dict, run: dict) -> str:
+    """One paragraph a reader can act on: where, what, and whether fp32 would have survived."""
+    names, dtype, first = d["sublayers"], d["dtype"], d["first"]
+    if first is not None:
+        v = first["value"]
+        verb = "are" if first["what"] == "attention logits" else "is"
+        how = f"{verb} not finite" if not math.isfinite(v) else f"reached {v:.3g}, beyond {dtype}'s largest {first['limit']:.3g}"
+        text = f"step {d['step']}: the {first['what']} of {first['sublayer']} {how} (first in forward order)"
+    else:
+        act = largest(run, names, "output")
+        logit = largest(run, names, "logit")
+        text = (f"step {d['step']}: no sub-layer's output, attention logits or gradient left {dtype}'s range "
+                f"on a replay (loss {d['loss']:.4g}); largest output {act[1]:.3g} at {act[0]}, "
+                f"largest attention logit {logit[1]:.3g} at {logit[0]}")
+    if "fp32" in d:
+        f32 = d["fp32"]
+        if f32["first"] is None and math.isfinite(f32["loss"]):
+            text += (f"; replayed in fp32 the same step stays finite (loss {f32['loss']:.4g}): "
+                     f"{dtype}'s range or precision gave out, not the model")
+        elif f32["first"] is not None:
+            text += f"; in fp32 too ({f32['first']['what']} of {f32['first']['sublayer']})"
+    if d["before"]["step"]:
+        rows = d["before"]["logit_max"]
+        last = rows[-1]
+        i = max(range(len(names)), key=lambda j: last[j] if math.isfinite(last[j]) else -1.0)
+        if math.isfinite(last[i]):
+            text += (f"; over steps {d['before']['step'][0]}–{d['before']['step'][-1]} the largest attention logit "
+                     f"went {rows[0][i]:.3g} → {last[i]:.3g} at {names[i]}")
+    return text
+
+
+def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **kw) -> History:
+    """Train ``model`` on ``task`` (any object with ``batch(step, batch_size)``,
+    ``eval_batches`` and ``chance_loss``, see tfx.runs.data) and return its History.
+
+    Keyword arguments are TrainConfig fields: ``train(model, task, steps=200, lr=1e-3)``.
+    ``resume=True`` continues from ``cfg.checkpoint_path`` if it exists; the result is
+    the same as an uninterrupted run (data is a function of the step; RNG state is saved).
+    A checkpoint that cannot be resumed from raises :class:`CheckpointError`.
+    """
+    cfg = TrainConfig(**kw) if cfg is None else (cfg.replace(**kw) if kw else cfg)
+    device = pick_device(cfg.device)
+    model.to(device).train()
+    run = _Run(model, task, cfg, device)
+    diverge_loss = cfg.diverge_loss or 3 * math.log(model.cfg.tgt_vocab)
+    hist = History(chance_loss=float(task.chance_loss), device=str(device), task=getattr(task, "name", ""),
+                   model_config=model.cfg.to_dict(), train_config=json.loads(json.dumps(cfg.to_dict())),
+                   amp_dtype=_dtype_name(run.amp))
+    torch.manual_seed(cfg.seed)  # dropout; the data depends on the step alone
+    start = 0
+    if resume and cfg.checkpoint_path and os.path.exists(cfg.checkpoint_path):
+        hist, start = load_checkpoint(cfg.checkpoint_path, model, run.opt, run.scaler, device)
+    eval_batches = task.eval_batches(cfg.batch_size, "valid", cfg.eval_batches)
+    bleu = _bleu_probe(model, task, cfg, device, run.amp)
+    if cfg.diagnose:
+        run.snapshot(start)
+    bar = None
+    if cfg.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.steps, initial=start, desc=getattr(task, "name", "train"), leave=False)
+    pending = []  # (step, lr, logged, device record) not yet read back
+    t0 = time.perf_counter() - hist.wall_time
+    for step in range(start + 1, cfg.steps + 1):
+        logged = step % cfg.log_every == 0 or step == cfg.steps
+        record_update = logged and cfg.record_updates
+        if cfg.watch_every and step % cfg.watch_every == 0:
+            with Watch(model) as w:
+                batch, lr, rec = run.step(step, eager=True, record_update=record_update)
+            _record_watch(hist, step, w)
+        else:
+            batch, lr, rec = run.step(step, record_update=record_update)
+        hist.tokens += batch.n_tokens
+        pending.append((step, lr, logged, rec))
+        evaluating = cfg.eval_every and step % cfg.eval_every == 0 and step != cfg.steps
+        saving = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
+        if bar is not None:
+            bar.update(1)
+        if not (logged or evaluating or saving):
+            continue
+        bad = _read_back(hist, pending, diverge_loss, check_grads=not run.scaler.is_enabled())
+        if bad is not None:
+            hist.status, hist.diverged_step, hist.reason = "diverged", bad[0], bad[1]
+            hist.steps_done = bad[0] - 1
+            if cfg.diagnose:
+                hist.diagnosis = run.diagnose(bad[0])
+            break
+        hist.steps_done = step
+        if bar is not None:
+            bar.set_postfix(loss=f"{hist.loss[-1]:.3f}" if hist.loss else "")
+        if cfg.diagnose and step >= run.snapshots[-1][0] + SNAPSHOT_EVERY:
+            run.snapshot(step)
+        if evaluating:
+            _eval(hist, model, eval_batches, bleu, device, run.amp, step)
+        if saving:
+            hist.wall_time = time.perf_counter() - t0
+            save_checkpoint(cfg.checkpoint_path, model, run.opt, run.scaler, hist, step, device)
+    if bar is not None:
+        bar.close()
+    if hist.status != "diverged":
+        _eval(hist, model, eval_batches, bleu, device, run.amp, hist.steps_done)
+        hist.status, hist.reason = decide_status(hist, cfg)
+    hist.wall_time = time.perf_counter() - t0
+    return hist
+
+
+def _read_back(hist, pending, diverge_loss, check_grads):
+    """Read the pending steps' numbers from the device at once; record the logged ones.
+    Returns (step, reason) for the first step whose loss is not finite or exceeds
+    ``diverge_loss`` (or whose gradient is not finite, unless a gradient scaler skips those)."""
+    rows = torch.stack([rec for *_, rec in pending]).tolist()
+    meta = [(step, lr, logged) for step, lr, logged, _ in pending]
+    pending.clear()
+    for (step, lr, logged), (loss, acc, grad_norm, upd) in zip(meta, rows):
+        why = None
+        if not math.isfinite(loss):
+            why = f"step {step}: loss {loss:.4g} is not finite"
+        elif loss > diverge_loss:
+            why = f"step {step}: loss {loss:.4g} > diverge_loss {diverge_loss:.4g}"
+        elif check_grads and not math.isfinite(grad_norm):
+            why = f"step {step}: gradient norm {grad_norm:.4g} is not finite"
+        if why is not None:
+            _record(hist, step, loss, acc, lr, grad_norm if math.isfinite(loss) else float("nan"), float("nan"))
+            return step, why
+        if logged:
+            _record(hist, step, loss, acc, lr, grad_norm, upd)
+    return None
+
+
+def _record(hist, step, loss, acc, lr, grad_norm, update_norm):
+    hist.step.append(step)
+    hist.loss.append(loss)
+    hist.acc.append(acc)
+    hist.lr.append(lr)
+    hist.grad_norm.append(grad_norm)
+    hist.update_norm.append(update_norm)
+
+
+def _record_watch(hist, step, watch):
+    table = watch.table()
+    hist.sublayers = watch.names
+    hist.watch_step.append(step)
+    hist.act_max.append(table["output"])
+    hist.logit_max.append(table["logit"])
+
+
+def _bleu_probe(model, task, cfg, device, amp):
+    """For a translation task: a function giving greedy BLEU on the first ``cfg.bleu_sentences``
+    validation sentences (a fixed subset, so successive values compare); else None."""
+    if not cfg.bleu_sentences or model.cfg.kind != "encoder-decoder" or not hasattr(task, "references"):
+        return None
+    from .corpus import bleu
+
+    n = min(cfg.bleu_sentences, task.size("valid"))
+    src = task.eval_batches(n, "valid", 1)[0].src.to(device)
+    refs = task.references("valid")[:n]
+
+    def probe() -> float:
+        was = model.training
+        model.eval()
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            ids = model.greedy(src).cpu()
+        model.train(was)
+        return bleu([task.decode(row) for row in ids], refs)
+
+    return probe
+
+
+def _eval(hist, model, batches, bleu, device, amp_dtype, step):
+    loss, acc = evaluate(model, batches, device, amp_dtype)
+    hist.eval_step.append(step)
+    hist.eval_loss.append(loss)
+    hist.eval_acc.append(acc)
+    if bleu is not None:
+        hist.bleu.append(bleu())
+
+
+# --------------------------------------------------------------------------- checkpoints
+CHECKPOINT_KEYS = ("model", "optimizer", "scaler", "history", "rng", "step")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from: truncated, corrupt, unsafe, or another model's."""
+
+
+def save_checkpoint(path, model, opt, scaler, hist, step, device):
+    """Everything needed to continue exactly: weights, optimiser, scaler, history, RNG —
+    tensors and plain Python values only, so :func:`load_checkpoint` can read it with
+    ``torch.load(weights_only=True)``. Written to a temporary file, then renamed (atomic)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scaler": scaler.state_dict(),
+                "history": hist.to_dict(), "rng": _rng_state(device), "step": step}, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path, model, opt, scaler, device) -> tuple[History, int]:
+    """Restore ``model``, ``opt`` and ``scaler`` from ``path``; returns (History, step).
+
+    Loads with ``torch.load(weights_only=True)``: a checkpoint from elsewhere cannot run
+    code. Raises :class:`CheckpointError`, naming the file and the problem, when it is
+    truncated or corrupt, holds anything but tensors and plain values, is not a tfx
+    checkpoint, or was written for another model."""
+    def fail(what):
+        return CheckpointError(f"checkpoint {path} {what}; nothing was resumed (delete it to start over)")
+
+    try:
+        ck = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "weights only" in str(e).lower() or "weights_only" in str(e):
+            raise fail("holds objects other than tensors and plain Python values, which could run code when "
+                       f"loaded, so torch.load(weights_only=True) refused it ({str(e).splitlines()[0]})") from e
+        raise fail(f"is truncated or corrupt: torch.load could not read it ({str(e).splitlines()[0]})") from e
+    except Exception as e:  # noqa: BLE001 - a damaged file fails in many ways (zip, pickle, storage)
+        raise fail(f"is truncated or corrupt: torch.load could not read it ({str(e).splitlines()[0]})") from e
+    missing = [k for k in CHECKPOINT_KEYS if not isinstance(ck, dict) or k not in ck]
+    if missing:
+        raise fail(f"is not a tfx training checkpoint (missing {', '.join(missing)})")
+    saved = ck["history"].get("model_config", {}) if isinstance(ck["history"], dict) else {}
+    here = model.cfg.to_dict()
+    diff = [f"{k}={saved.get(k)!r} there, {here.get(k)!r} here" for k in here if saved.get(k) != here.get(k)]
+    if diff:
+        raise fail("was written for another model: " + "; ".join(diff))
+    try:
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        scaler.load_state_dict(ck["scaler"])
+        hist = History(**ck["history"])
+        _set_rng_state(ck["rng"], device)
+    except (RuntimeError, ValueError, KeyError, TypeError) as e:
+        raise fail(f"does not fit this model and optimiser ({str(e).splitlines()[0]})") from e
+    return hist, int(ck["step"])

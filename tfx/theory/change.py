@@ -1,0 +1,187 @@
+"""How much does the output move when the weights move? (AM-2, AD-2; Liu et al. 2020)
+
+Theorem 2: a small change of the weights moves the output by C · Σ_i β²_{i,i}
+(β from :mod:`tfx.theory.dependency`): O(N) for Post-LN, O(log N) for Pre-LN and Admin
+(:func:`output_change_order`). Measured: ‖F(x_0, W) − F(x_0, W*)‖² with W* a random
+perturbation or one Adam step (:func:`output_change`), against depth
+(:func:`output_change_sweep`) for the schemes of :data:`SCHEMES`; and the largest
+logit difference of two models (:func:`max_output_difference`, AD-2: Admin's
+reparameterisation does not change the function).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from .dependency import layer_dependency
+from .gradients import _placement
+from ..nn.hooks import loss_on, mode
+
+
+# ----------------------------------------------------------------- AM-2: predicted
+def output_change_order(placement: str, N: int) -> float:
+    """Predicted output change under a parameter perturbation (AM-2).
+
+    Liu et al. Theorem 2: at init, if the layer dependencies ``beta_{i,j}``
+    do not move when W -> W* = W + delta (delta independent of W), and the
+    sub-layers' perturbations contribute independently, then::
+
+        Var[F(x0, W) - F(x0, W*)]  ~=  C * sum_{i=1}^{N} beta_{i,i}^2.
+
+    With equal branch variances:
+
+    * Post-LN: beta^2_{i,i} is a constant (it depends on the own branch and a
+      freshly normalised shortcut only) -> sum = const * N = O(N) (Cor. 2);
+    * Pre-LN and Admin: beta^2_{i,i} = 1/i -> sum = H_N = ln N + 0.5772... +
+      O(1/N) = O(log N) (Cor. 1).
+
+    Returns ``sum_i beta^2_{i,i}`` with C = 1 and, for Post-LN, the constant
+    beta^2 taken as 1 (it is absorbed into C): ``N`` for ``"post"``, the
+    harmonic number ``H_N`` for ``"pre"`` / ``"admin"``. N counts sub-layers
+    (two per encoder layer). Compare measurements with :func:`tfx.theory.fit.fit_linear`
+    against N (Post-LN) or against ln N (Pre-LN); the paper reports R^2 = 0.99
+    for random perturbations and 0.75 with Adam updates.
+    """
+    if N < 1:
+        raise ValueError("N must be >= 1")
+    p = _placement(placement)
+    if p == "post":
+        return float(N)
+    return float(sum(1.0 / i for i in range(1, N + 1)))
+
+
+# ----------------------------------------------------------------- AM-2: measured
+def stack_output(model, batch, stack: str | None = None):
+    """F(x_0, W): the hidden output of ``stack`` (default: the encoder when there is
+    one, as in Liu et al.'s Fig. 4), before the output projection."""
+    stack = stack or ("encoder" if model.cfg.n_enc else "decoder")
+    if stack not in model.stacks():
+        raise ValueError(f"stack={stack!r}: this model has {list(model.stacks())}")
+    batch = batch.to(next(model.parameters()).device)
+    if stack == "encoder":
+        return model.encode(batch.src)
+    if model.cfg.kind == "decoder":
+        return model.decode(batch.tgt[:, :-1])
+    return model.decode(batch.tgt[:, :-1], model.encode(batch.src), batch.src)
+
+
+def _selected(model, which: str) -> list:
+    if which == "layers":  # what Theorem 2 calls W: the stacks' parameters, the input x_0 held fixed
+        return [(n, p) for n, p in model.named_parameters() if n.startswith(("encoder.", "decoder."))]
+    if which == "all":
+        return list(model.named_parameters())
+    raise ValueError(f"which={which!r}: choose 'layers' (the stacks' parameters) or 'all'")
+
+
+@torch.no_grad()
+def perturb_random(model, scale: float = 1e-2, which: str = "layers", seed: int = 0):
+    """A copy of ``model`` with W* = W + δ, δ = scale · std(W) · N(0, 1) for every
+    weight *matrix* W (vectors such as biases, LayerNorm γ and Admin's ω are left
+    alone; their spread is zero at init). ``which='layers'`` perturbs the stacks only."""
+    new = copy.deepcopy(model)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    for _, p in _selected(new, which):
+        if p.ndim >= 2:
+            noise = torch.randn(p.shape, generator=gen).to(p.device, p.dtype)
+            p.add_(scale * p.std() * noise)
+    return new
+
+
+def adam_step(model, batch, lr: float = 1e-5, betas=(0.9, 0.98), eps: float = 1e-8, which: str = "layers"):
+    """A copy of ``model`` after one Adam step on the training loss of ``batch``
+    (W* = W + Adam(∇W)). The first Adam step moves each selected parameter by
+    ≈ lr · sign(gradient), whatever the gradient's size."""
+    new = copy.deepcopy(model)
+    params = [p for _, p in _selected(new, which)]
+    opt = torch.optim.Adam(params, lr=lr, betas=tuple(betas), eps=eps)
+    with mode(new):
+        new.zero_grad(set_to_none=True)
+        loss_on(new, batch)["loss"].backward()
+        opt.step()
+        new.zero_grad(set_to_none=True)
+    return new
+
+
+@torch.no_grad()
+def output_change(model, batch, perturbation: str = "random", scale: float = 1e-2, lr: float = 1e-5,
+                  which: str = "layers", stack: str | None = None, seed: int = 0) -> float:
+    """AM-2: ‖F(x_0, W) − F(x_0, W*)‖², summed over the d features and averaged over
+    the tokens of ``batch`` (Liu et al. 2020, Fig. 4). W* comes from ``perturb_random``
+    (``perturbation='random'``, δ = scale · each matrix's std) or ``adam_step``
+    (``perturbation='adam'``, learning rate ``lr``). The model is not changed."""
+    with mode(model):
+        if perturbation == "random":
+            other = perturb_random(model, scale, which, seed)
+        elif perturbation == "adam":
+            with torch.enable_grad():
+                other = adam_step(model, batch, lr=lr, which=which)
+        else:
+            raise ValueError(f"perturbation={perturbation!r}: choose 'random' or 'adam'")
+        other.eval()
+        a, b = stack_output(model, batch, stack), stack_output(other, batch, stack)
+    return float((a - b).pow(2).sum(-1).mean())
+
+
+SCHEMES = {  # name -> (placement, init) for the depth sweeps
+    "post": ("post", "xavier"), "pre": ("pre", "xavier"), "admin": ("admin", "admin"),
+    "admin-profiling-free": ("admin", "admin-profiling-free"),
+}
+
+
+def build_scheme(scheme: str, task, n_layers: int, batch=None, seed: int = 0, n_dec: int = 0, **model_kw):
+    """An encoder-only (``n_dec=0``) or encoder–decoder model of ``scheme`` in
+    ``SCHEMES`` (post, pre, admin, admin-profiling-free), sized by ``model_kw``
+    (e.g. ``P.model_kwargs()``); ``batch`` feeds Admin's profiling pass."""
+    from ..nn.config import ModelConfig
+    from ..nn.model import build_model
+
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme={scheme!r}: choose one of {', '.join(SCHEMES)}")
+    placement, init = SCHEMES[scheme]
+    cfg = ModelConfig.for_task(task, n_enc=n_layers, n_dec=n_dec, placement=placement, init=init, **model_kw)
+    return build_model(cfg, batch=batch if init == "admin" else None, seed=seed)
+
+
+def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: int = 1, batch_size: int = 32,
+                        perturbation: str = "random", scale: float = 1e-2, lr: float = 1e-5,
+                        **model_kw) -> dict:
+    """AM-2 against depth: ``output_change`` of encoder-only models with N ∈ ``depths``
+    layers, for each scheme, averaged over ``seeds`` (each seed: a fresh init, a fresh
+    δ). One batch of ``task`` is the input x_0 and Admin's profiling batch.
+
+    Alongside, ``res["sum_beta_sq"][scheme]`` holds Σ_i β²_{i,i} of the same models
+    (``layer_dependency``): Theorem 2 says the output change is C times it.
+
+    Returns ``{"depths": array, scheme: array (len(depths), seeds), "sum_beta_sq": {scheme: array}}``."""
+    batch = task.batch(0, batch_size)
+    res = {"depths": np.asarray(depths), "sum_beta_sq": {}}
+    for sch in schemes:
+        vals = np.zeros((len(depths), seeds))
+        sb = np.zeros((len(depths), seeds))
+        for a, n in enumerate(depths):
+            for s in range(seeds):
+                m = build_scheme(sch, task, n, batch=batch, seed=s, **model_kw)
+                vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=1000 + s)
+                sb[a, s] = float(np.nansum(np.diag(layer_dependency(m, batch)["encoder"]["beta"])[1:] ** 2))
+        res[sch] = vals
+        res["sum_beta_sq"][sch] = sb
+    return res
+
+
+# ----------------------------------------------------------------- AD-2: two models, one function?
+@torch.no_grad()
+def max_output_difference(model_a, model_b, batch) -> float:
+    """AD-2: the largest |logit difference| of two models on ``batch`` (eval mode)."""
+    outs = []
+    for m in (model_a, model_b):
+        b = batch.to(next(m.parameters()).device)
+        with mode(m):
+            if m.cfg.kind == "encoder":
+                outs.append(m(src=b.src))
+            elif m.cfg.kind == "decoder":
+                outs.append(m(tgt_in=b.tgt[:, :-1]))
+            else:
+                outs.append(m(src=b.src, tgt_in=b.tgt[:, :-1]))
+    return float((outs[0] - outs[1]).abs().max())

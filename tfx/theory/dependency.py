@@ -1,0 +1,107 @@
+"""How much does each sub-layer's output depend on each residual branch? (AM-1, AD-1)
+
+Liu et al. 2020's layer dependency β_{i,j}: the share of branch j (0: the embedding)
+in the normalised output x_i of sub-layer i. Post-LN puts the mass on the newest
+branch (β_{i,i} near 1), Pre-LN spreads it (β²_{i,i} = 1/i), and Admin's shortcut
+scale ω buys Pre-LN's profile for a Post-LN network. :func:`layer_dependency`
+measures β in any tfx model; :func:`admin_beta_diag_sq` is the 1/i it is compared
+with; :func:`effective_depth` sums the diagonal (how many sub-layers' worth of full
+influence a stack uses); :func:`admin_omegas` reads Admin's ω back. How β sets the output change is
+:mod:`tfx.theory.change`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..nn.hooks import describe, loss_on, mode, record_branches
+
+
+# ----------------------------------------------------------------- AD-1: predicted
+def admin_beta_diag_sq(i) -> float:
+    """beta^2_{i,i} = 1/i after Admin initialisation (AD-1; Liu et al. §4.3).
+
+    ``beta_{i,j}`` is the weight of the (variance-normalised) output of
+    residual branch j in the normalised output of sub-layer i. Admin uses
+    ``x_i = LN(x_{i-1} * omega_i + f_i(x_{i-1}))`` with
+    ``omega_i^2 = sum_{j<i} Var[f_j]``: if every branch has the same output
+    variance, the shortcut carries variance ``(i-1)`` units against 1 unit
+    for the new branch, so the new branch's share is ``1/i``, the same
+    profile as Pre-LN (where the stream is a plain sum of i branches).
+    """
+    return 1.0 / np.asarray(i, dtype=float) if np.ndim(i) else 1.0 / float(i)
+
+
+# ----------------------------------------------------------------- AM-1: measured
+@torch.no_grad()
+def layer_dependency(model, batch) -> dict:
+    """AM-1: the layer dependency β_{i,j} of Liu et al. 2020, §4.1, for every stack.
+
+    Write the stream as a sum of unit-variance pieces, x_i ≈ Σ_{j≤i} c_{i,j} â_j, with
+    â_0 = x_0/std(x_0) (the embedding) and â_j = a_j/std(a_j) (branch j). Then
+    β_{i,j} = c_{i,j} / std(x_i). The coefficients follow the variances through one
+    forward pass (``record_branches``): a Pre-LN sub-layer x_i = x_{i-1} + a_i keeps
+    c_{i-1,j} and appends std(a_i); a Post-LN / Admin / DeepNorm sub-layer
+    x_i = LN(g·x_{i-1} + a_i) multiplies the old coefficients by g·s and the new one
+    by s, where s = std(x_i)/std(g·x_{i-1} + a_i) is what the LayerNorm did to the
+    scale (g = 1, ω or α). Standard deviations are scalars over the whole batch tensor;
+    the bookkeeping treats LN as a scalar rescaling, the paper's approximation.
+
+    Returns ``{stack: {"beta", "names", "kinds", "layer", "branch_var", "input_var"}}``
+    (Var a_i per sub-layer and Var x_0, scalars over the batch tensor); ``beta``
+    is (L+1)×(L+1), row i = x_i, column j = branch j (0: the embedding), NaN above
+    the diagonal. Pre-LN at init: β_{i,j} ≈ 1/sqrt(i+1); Post-LN: mass on j = i."""
+    with mode(model), record_branches(model) as rec:
+        loss_on(model, batch)
+    out = {}
+    for s, records in rec.items():
+        mods = dict(model.stacks()[s].residuals())
+        L = len(records)
+        beta = np.full((L + 1, L + 1), np.nan)
+        beta[0, 0] = 1.0
+        c = [float(records[0]["x"].std())]
+        var_f = []
+        for i, r in enumerate(records, start=1):
+            res, x, f = mods[r["name"]], r["x"], r["f"]
+            vf = float(f.var())
+            var_f.append(vf)
+            p = res.placement
+            if p in ("pre", "none"):
+                g, h, x_out = 1.0, 1.0, x + f
+            elif p == "rezero":
+                g, h = 1.0, float(res.alpha)
+                x_out = x + h * f
+            else:  # post, admin, deepnorm: LN(g·x + f)
+                gx = x * res.omega if p == "admin" else (res.alpha * x if p == "deepnorm" else x)
+                z = gx + f
+                x_out = res.norm(z)
+                ln_scale = float(x_out.std() / z.std())
+                g, h = float(gx.std() / x.std()) * ln_scale, ln_scale
+            c = [g * cj for cj in c] + [h * math.sqrt(vf)]
+            beta[i, : i + 1] = np.array(c) / float(x_out.std())
+        out[s] = {"beta": beta, **describe([r["name"] for r in records]), "branch_var": np.array(var_f),
+                  "input_var": float(records[0]["x"].var())}
+    return out
+
+
+def effective_depth(model, batch) -> dict:
+    """Σ_{i≥1} β²_{i,i} per stack: ``{stack: float}``, from :func:`layer_dependency`.
+
+    β²_{i,i} is sub-layer i's share of its own output, so the sum counts how many
+    sub-layers' worth of full influence the stack uses; it is also the depth factor of
+    Liu et al. 2020's Theorem 2 (the output change ≈ C·Σ β²_{i,i}). At initialisation
+    Pre-LN's grows like Σ 1/(i+1) ≈ ln L; Post-LN's in proportion to L (each sub-layer's
+    own branch keeps about half of its output). Liu et al. (§4.2, Fig. 8)
+    argue that a light dependency (Pre-LN) limits what training can make of a deep
+    stack, and that Admin starts light and ends heavier."""
+    return {s: float(np.nansum(np.diag(d["beta"])[1:] ** 2)) for s, d in layer_dependency(model, batch).items()}
+
+
+def admin_omegas(model) -> dict:
+    """AD-1: Admin's ω per sub-layer, ``{stack: array}`` of each ω vector's mean (the
+    vector is constant at initialisation); NaN for sub-layers without ω."""
+    return {s: np.array([float(m.omega.detach().mean()) if hasattr(m, "omega") else np.nan
+                          for _, m in model.stacks()[s].residuals()]) for s in model.stacks()}
+

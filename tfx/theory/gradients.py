@@ -1,0 +1,214 @@
+"""How large are the gradients at initialisation, layer by layer, and the updates they make?
+
+Predicted: Xiong et al. 2020's Theorem 1 (LN-4): the gradient of the last FFN weight
+does not depend on the depth L in Post-LN and shrinks like L^(-1/2) in Pre-LN,
+because the final LayerNorm divides by a hidden norm that grows with depth
+(:mod:`tfx.theory.hidden`, :mod:`tfx.theory.jacobian`). Measured: per-parameter gradient norms and
+their per-layer profiles (LN-4, LN-5); the gradient reaching every sub-layer's output
+(GV-1, Liu et al. 2020, Fig. 3); and the sizes of the gradients against the updates
+Adam and SGD make from them (GV-3, Fig. 5).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..nn.hooks import attached, describe, loss_on, mode, stack_name
+
+
+# ----------------------------------------------------------------- LN-4: Theorem 1, predicted
+def _placement(placement: str) -> str:
+    p = placement.lower().replace("_", "-")
+    for suffix in ("-ln", "ln"):
+        if p.endswith(suffix) and p != suffix:
+            p = p[: -len(suffix)]
+            break
+    if p not in ("post", "pre", "admin"):
+        raise ValueError(f"unknown placement {placement!r}; use 'post', 'pre' or 'admin'")
+    return p
+
+
+def expected_exponent(placement: str) -> float:
+    """Predicted exponent k in ``||dL/dW^{2,L}||_F ~ L^k`` (LN-4).
+
+    ``"post"`` -> 0.0 and ``"pre"`` -> -0.5. This is what a log-log fit of
+    measured gradient norms against depth (:func:`tfx.theory.fit.fit_loglog`) is compared to.
+    """
+    p = _placement(placement)
+    if p == "post":
+        return 0.0
+    if p == "pre":
+        return -0.5
+    raise ValueError("Theorem 1 of Xiong et al. covers 'post' and 'pre' only")
+
+
+def last_ffn_grad_scaling(placement: str, L) -> float | np.ndarray:
+    """Relative size of ``||dL~/dW^{2,L}||_F`` as a function of depth L (LN-4).
+
+    Xiong et al. Theorem 1 (with high probability, under the Lemma 2 setting
+    and a concentration assumption on the hidden norms)::
+
+        Post-LN:  ||dL~/dW^{2,L}||_F <= O(d sqrt(ln d))          -> L^0
+        Pre-LN:   ||dL~/dW^{2,L}||_F <= O(d sqrt(ln d / L))      -> L^(-1/2)
+
+    Only the L-dependence is returned (``L ** expected_exponent``); the common
+    ``d sqrt(ln d)`` factor and constants are dropped. Mechanism: the gradient
+    reaching W^{2,L} has passed through one LayerNorm whose Jacobian norm is
+    ``sqrt(d)/||input||`` (LN-1). In Post-LN that input is x_L^{post,5} with
+    ``E||.||^2 = 1.5 d`` whatever L is (LN-3); in Pre-LN it is the final
+    LN's input, whose squared norm grows like L d (LN-3), so the gradient is
+    scaled by ``1/sqrt(L)``. The ``d sqrt(ln d)`` comes from high-probability
+    bounds on the Gaussian quantities involved and does not depend on L. The
+    paper's measurement (Fig. 3c) puts the Post-LN value near 1.6 for 6 to
+    14 layers.
+    """
+    return np.asarray(L, dtype=float) ** expected_exponent(placement) if np.ndim(L) \
+        else float(L) ** expected_exponent(placement)
+
+
+# ----------------------------------------------------------------- LN-4, LN-5: measured per parameter
+def _loss_backward(model, batches):
+    """Zero the grads, then backward the mean loss over ``batches`` (one Batch or a list)."""
+    batches = batches if isinstance(batches, (list, tuple)) else [batches]
+    dev = next(model.parameters()).device
+    model.zero_grad(set_to_none=True)
+    for b in batches:
+        (model.loss(b.to(dev))["loss"] / len(batches)).backward()
+
+
+def grad_norms(model, batch) -> dict:
+    """{parameter name: Frobenius norm of ∂loss/∂θ} after one backward pass.
+
+    ``batch``: a Batch, or a list of Batches whose losses are averaged (the norm of
+    the *expected* gradient over those batches, as in Xiong et al.'s Fig. 3).
+    Dropout is switched off for the pass (eval mode); the model's mode is restored."""
+    with mode(model):
+        _loss_backward(model, batch)
+        out = {n: float(p.grad.norm()) for n, p in model.named_parameters() if p.grad is not None}
+        model.zero_grad(set_to_none=True)
+    return out
+
+
+def layer_grad_norms(model, batch=None, stack: str | None = None, param: str = "ffn.f.fc2.weight",
+                     grads: dict | None = None) -> np.ndarray:
+    """‖∂loss/∂(layers.l.<param>)‖_F for l = 1 … N of one stack, as an array (LN-5).
+
+    ``stack``: 'encoder' or 'decoder' (None: the one feeding the output projection).
+    ``param``: the parameter inside each layer, default the FFN's second weight
+    W^{2,l}. Pass ``grads`` (from :func:`grad_norms`) to reuse one backward pass."""
+    name = stack_name(model, stack)
+    grads = grad_norms(model, batch) if grads is None else grads
+    n = len(model.stacks()[name].layers)
+    keys = [f"{name}.layers.{l}.{param}" for l in range(n)]
+    missing = [k for k in keys if k not in grads]
+    if missing:
+        raise KeyError(f"no gradient for {missing[0]!r} (parameter names look like "
+                       f"'{name}.layers.0.ffn.f.fc2.weight')")
+    return np.array([grads[k] for k in keys])
+
+
+def last_ffn_grad_norm(model, batch=None, stack: str | None = None, grads: dict | None = None) -> float:
+    """‖∂loss/∂W^{2,N}‖_F: the last layer's FFN output weight (Xiong et al. Theorem 1, LN-4)."""
+    return float(layer_grad_norms(model, batch, stack, "ffn.f.fc2.weight", grads)[-1])
+
+
+def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch_size: int = 32,
+                      param: str = "ffn.f.fc2.weight", first_seed: int = 0, **model_kw) -> np.ndarray:
+    """Per-layer gradient norms at init of fresh encoder-only models on ``task`` (LN-4, LN-5).
+
+    For each seed s a model ``build_model(n_enc=n_layers, n_dec=0, placement=…, seed=s,
+    **model_kw)`` gets one backward pass on ``task.batch(s, batch_size)``. Returns an
+    array (seeds, n_layers) of ‖∂loss/∂(layers.l.<param>)‖_F; column −1 is the last
+    layer's W^{2,N} of Theorem 1."""
+    from ..nn.model import build_model
+
+    kw = dict(src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **model_kw)
+    rows = []
+    for s in range(first_seed, first_seed + seeds):
+        m = build_model(n_enc=n_layers, n_dec=0, placement=placement, seed=s, **kw)
+        rows.append(layer_grad_norms(m, task.batch(s, batch_size), "encoder", param))
+    return np.array(rows)
+
+
+# ----------------------------------------------------------------- GV-1: at every sub-layer's output
+def sublayer_grad_norms(model, batch, relative_to: str = "model") -> dict:
+    """GV-1: ‖∂𝓛/∂x_i‖₂ for the output x_i of every residual sub-layer, at the model's
+    current weights (Liu et al. 2020, Fig. 3: "relative gradient norm").
+
+    𝓛 is the training loss on ``batch``. ``relative`` divides each norm by the largest
+    one in the whole model (``relative_to="model"``, the paper's "same network") or in
+    its own stack (``"stack"``). Runs in eval mode (no dropout); parameter gradients
+    are cleared afterwards.
+
+    Returns ``{stack: {"names", "kinds", "layer", "norm", "relative"}}``, arrays in
+    forward order (bottom sub-layer first)."""
+    if relative_to not in ("model", "stack"):
+        raise ValueError(f"relative_to={relative_to!r}: choose 'model' or 'stack'")
+    outs = {s: [] for s in model.stacks()}
+
+    def keep(s, name):
+        def hook(module, args, kwargs, out):
+            out.retain_grad()
+            outs[s].append((name, out))
+        return hook
+
+    hooks = [(m, keep(s, name)) for s, stack in model.stacks().items() for name, m in stack.residuals()]
+    with attached(hooks, "forward"), mode(model):
+        model.zero_grad(set_to_none=True)
+        loss_on(model, batch)["loss"].backward()
+    res = {}
+    for s, recs in outs.items():
+        norms = np.array([float(t.grad.norm()) if t.grad is not None else 0.0 for _, t in recs])
+        res[s] = {**describe([n for n, _ in recs]), "norm": norms}
+    model.zero_grad(set_to_none=True)
+    top = max(float(r["norm"].max()) for r in res.values())
+    for r in res.values():
+        r["relative"] = r["norm"] / (top if relative_to == "model" else float(r["norm"].max()))
+    return res
+
+
+# ----------------------------------------------------------------- GV-3: gradients against updates
+def attention_weights(name: str, p) -> bool:
+    """The default selection of ``grad_update_sizes``: the q/k/v/out projection matrices."""
+    return p.ndim == 2 and any(k in name for k in ("q_proj.weight", "k_proj.weight", "v_proj.weight",
+                                                    "out_proj.weight")) and not name.startswith("out_proj")
+
+
+def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, steps: int = 20,
+                      batch_size: int = 32, select=attention_weights, momentum: float = 0.9) -> dict:
+    """GV-3: per-parameter gradient and update sizes (Liu et al. 2020, Fig. 5).
+
+    Trains a copy of ``model`` for ``steps`` steps with ``optimizer`` ('adam' or 'sgd',
+    no warmup) and returns, for every parameter with ``select(name, p)`` true,
+    ``grad``: ‖∇W‖_F averaged over the steps, and ``update``: ‖W_steps − W_0‖F.
+    ``relative_grad`` / ``relative_update`` divide by the largest. Adam rescales each
+    coordinate by its own gradient scale, so its updates come out of similar size even
+    when the gradients span decades; SGD's updates inherit the gradients' spread.
+
+    Returns ``{"names", "grad", "update", "relative_grad", "relative_update", "loss"}``."""
+    from ..nn.config import TrainConfig
+    from ..nn.optim import make_optimizer
+
+    m = copy.deepcopy(model)
+    m.train()
+    dev = next(m.parameters()).device
+    chosen = [(n, p) for n, p in m.named_parameters() if select(n, p)]
+    if not chosen:
+        raise ValueError("select() chose no parameter")
+    start = [p.detach().clone() for _, p in chosen]
+    opt = make_optimizer(m.parameters(), TrainConfig(optimizer=optimizer, lr=lr, momentum=momentum))
+    gsum = np.zeros(len(chosen))
+    losses = []
+    for step in range(steps):
+        loss = m.loss(task.batch(step, batch_size).to(dev))["loss"]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gsum += [float(p.grad.norm()) if p.grad is not None else 0.0 for _, p in chosen]
+        opt.step()
+        losses.append(float(loss.detach()))
+    grad = gsum / steps
+    upd = np.array([float((p.detach() - s).norm()) for (_, p), s in zip(chosen, start)])
+    return {"names": [n for n, _ in chosen], "grad": grad, "update": upd,
+            "relative_grad": grad / grad.max(), "relative_update": upd / upd.max(), "loss": losses}
+
