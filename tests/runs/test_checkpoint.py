@@ -6,8 +6,7 @@ import pytest
 import torch
 
 import tfx
-from tfx import ModelConfig, TrainConfig, build_model
-from tfx import train
+from tfx import ModelConfig, TrainConfig, build_model, train
 from tfx.runs.train import CheckpointError
 
 TASK = tfx.synthetic("reverse", vocab=8, length=6)
@@ -44,6 +43,18 @@ def test_truncated_checkpoint(checkpoint):
     with open(checkpoint, "wb") as f:
         f.write(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match="truncated or corrupt") as e:
+        _resume(checkpoint)
+    assert checkpoint in str(e.value) and "nothing was resumed" in str(e.value)
+
+
+@pytest.mark.parametrize("cut", [0, 1, 100])
+def test_empty_or_cut_short_checkpoint_names_the_file(checkpoint, cut):
+    """An empty file (a write that never finished) and a few leftover bytes raise the one
+    CheckpointError naming the file, never an IndexError from deep inside torch.load."""
+    data = open(checkpoint, "rb").read()
+    with open(checkpoint, "wb") as f:
+        f.write(data[:cut])
+    with pytest.raises(CheckpointError, match="empty" if cut == 0 else "truncated or corrupt") as e:
         _resume(checkpoint)
     assert checkpoint in str(e.value) and "nothing was resumed" in str(e.value)
 

@@ -60,7 +60,12 @@ def _env():
     return env
 
 
-def test_kill_9_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path):
+@pytest.mark.parametrize("leftover", ["intact", "empty", "garbage"])
+def test_kill_9_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path, leftover):
+    """After ``kill -9`` the rerun resumes the half-done run from its checkpoint; if that
+    leftover cannot be read (empty, or another file's bytes), the rerun moves it aside to
+    ``….corrupt``, says so, and restarts that run. Either way the records equal an
+    uninterrupted sweep's."""
     exp_path = _write(tmp_path)
     exp = Experiment.load(exp_path)
     runs = exp.runs("quick")
@@ -84,13 +89,24 @@ def test_kill_9_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path):
     in_flight = list(ckpt_b.parent.glob("*.pt"))
     # killed in the middle of run b (or, on a very busy machine, of run c): a run recorded, one half done
     assert n_recorded in (1, 2) and len(in_flight) == 1
+    if leftover == "empty":
+        in_flight[0].write_bytes(b"")
+    elif leftover == "garbage":
+        in_flight[0].write_bytes(b"not a checkpoint\n" * 10)
+    damaged = in_flight[0].read_bytes()
 
     rerun = subprocess.run(_sweep_cmd(exp_path, killed), cwd=ROOT, env=_env(), capture_output=True, text=True,
                            timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert f"{n_recorded} already recorded" in rerun.stderr
-    assert "resumed from its checkpoint" in rerun.stderr
     assert not list(ckpt_b.parent.glob("*.pt"))  # a finished run's checkpoint is removed
+    if leftover == "intact":
+        assert "resumed from its checkpoint" in rerun.stderr
+    else:
+        aside = in_flight[0].with_name(in_flight[0].name + ".corrupt")
+        assert f"checkpoint {in_flight[0]}" in rerun.stderr and f"Moved it to {aside}" in rerun.stderr
+        assert aside.read_bytes() == damaged  # set aside, not deleted
+        assert "resumed from its checkpoint" not in rerun.stderr
 
     clean = sweep.run_experiment(exp, "quick", tmp_path / "clean", progress=False)
     resumed = results.read(out)

@@ -42,6 +42,7 @@ except ImportError:  # Python 3.10
 
 from ..nn.config import ModelConfig, TrainConfig
 from .profiles import PROFILE_NAMES, get_profile
+from . import shipped
 
 _TOP = ("name", "description", "claims", "seeds", "task", "checkpoint_every", "model", "train", "grid", "profiles")
 _PROFILE_KEYS = ("seeds", "task", "checkpoint_every", "model", "train", "grid")
@@ -72,12 +73,18 @@ class Experiment:
 
     @classmethod
     def load(cls, path) -> "Experiment":
-        """Read and check ``path`` (``experiments/NAME`` or ``…/NAME.toml``)."""
+        """Read and check ``path`` (``experiments/NAME``, ``…/NAME.toml``, or just ``NAME``).
+        A file that is not there is looked for by name among the experiments of
+        :func:`tfx.runs.shipped.experiments_dir` (the checkout's, else the package's), so
+        ``Experiment.load("warmup")`` works from a pip install too."""
         p = Path(path)
         if p.suffix != ".toml" and not p.exists():
             p = p.with_suffix(".toml")
         if not p.exists():
-            raise FileNotFoundError(f"no experiment file {p}")
+            known = shipped.experiments_dir() / p.name
+            if not known.is_file():
+                raise FileNotFoundError(f"no experiment file {p} (nor {known})")
+            p = known
         try:
             raw = tomllib.loads(p.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as e:

@@ -12,6 +12,7 @@ them and keeps one record per run (the newest, when a run was recorded by two co
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import math
 import os
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..nn.config import ModelConfig, TrainConfig
+from . import shipped
 from .train import History
 
 try:
@@ -91,8 +93,8 @@ def default_dir() -> Path:
     """``$TFX_RESULTS``, else ``results/`` at the top of the tfx checkout, else ``./results``."""
     if os.environ.get("TFX_RESULTS"):
         return Path(os.environ["TFX_RESULTS"])
-    root = Path(__file__).resolve().parents[2]
-    return root / "results" if (root / "experiments").is_dir() else Path.cwd() / "results"
+    root = shipped.checkout_root()
+    return root / "results" if root else Path.cwd() / "results"
 
 
 def path_for(results_dir, experiment: str, profile: str, shard: tuple[int, int] | None = None) -> Path:
@@ -131,7 +133,7 @@ def read(paths, dedupe: bool = True) -> list[Record]:
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     recs = []
     for p in paths:
-        with open(p, encoding="utf-8") as f:
+        with (gzip.open if str(p).endswith(".gz") else open)(p, "rt", encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -151,12 +153,18 @@ def read(paths, dedupe: bool = True) -> list[Record]:
 
 def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
     """Every recorded run of ``experiment`` (its name, e.g. ``"warmup"``) in ``profile``
-    (a name or a Profile; default: the current one), from all its files (shards merged)."""
+    (a name or a Profile; default: the current one), from all its files (shards merged).
+
+    Read from ``results_dir`` (default :func:`default_dir`); with no ``results_dir`` given and
+    nothing recorded there, from the results shipped with the package (a pip install with
+    no checkout: :mod:`tfx.runs.shipped`)."""
     from .profiles import get_profile
 
     if profile is None or not isinstance(profile, str):
         profile = (profile or get_profile(check_task=False)).name
     files = files_for(results_dir or default_dir(), experiment, profile)
+    if not files and results_dir is None:
+        files = shipped.shipped_results(experiment, profile)
     return read(files) if files else []
 
 

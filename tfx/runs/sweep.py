@@ -42,7 +42,7 @@ from . import results
 from ..nn.config import ModelConfig, TrainConfig
 from ..nn.model import build_model
 from .results import Record
-from .train import History, train
+from .train import CheckpointError, History, train
 
 def _installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
@@ -258,17 +258,38 @@ def _work(job: dict) -> tuple[dict, bool]:
         _TASKS[job["task"]] = load_task_or_fallback(job["task"], length=job["seq_len"])
     task, run = _TASKS[job["task"]], job["run"]
     resumed = os.path.exists(job["checkpoint"])
+    set_aside = None
     threads = torch.get_num_threads()
     torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
+    train_it = functools.partial(run_one, run.label, ModelConfig.for_task(task, **run.model), task, run.train,
+                                 run.seed, checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
     try:
-        rec = run_one(run.label, ModelConfig.for_task(task, **run.model), task, run.train, run.seed,
-                      checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
+        try:
+            rec = train_it()
+        except CheckpointError as e:  # a leftover the run cannot resume from: keep it, start over
+            set_aside = str(set_aside_checkpoint(job["checkpoint"]))
+            resumed = False
+            print(f"{run.label} seed {run.seed}: {e}. Moved it to {set_aside} and restarted the run.",
+                  file=sys.stderr, flush=True)
+            rec = train_it()
     finally:
         torch.set_num_threads(threads)
     for k in ("experiment", "profile", "index", "run_id", "key"):
         setattr(rec, k, job[k])
     rec.point, rec.task = dict(run.point), job["task"]
     return rec.to_dict(), resumed
+
+
+def set_aside_checkpoint(path) -> Path:
+    """Rename an unreadable checkpoint to ``PATH.corrupt`` (``PATH.corrupt-2``, … if taken):
+    nothing is deleted, and the run can start over."""
+    path = Path(path)
+    target, n = path.with_name(path.name + ".corrupt"), 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{n}")
+    path.rename(target)
+    return target
 
 
 def _die_with_parent(parent: int):
@@ -384,8 +405,9 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
     recs = results.load(experiment, name, results_dir)
     if recs or not (run_missing if run_missing is not None else name != "full"):
         return recs
-    root = Path(__file__).resolve().parents[2] / "experiments"
-    return run_experiment(root / experiment, name, results_dir, jobs=1, progress=False)
+    from .shipped import experiments_dir
+
+    return run_experiment(experiments_dir() / experiment, name, results_dir, jobs=1, progress=False)
 
 
 def main(argv=None) -> int:

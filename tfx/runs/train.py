@@ -19,6 +19,7 @@ import math
 import os
 import pickle
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -557,15 +558,22 @@ def load_checkpoint(path, model, opt, scaler, device) -> tuple[History, int]:
     def fail(what):
         return CheckpointError(f"checkpoint {path} {what}; nothing was resumed (delete it to start over)")
 
+    def first_line(e):  # some loaders raise with an empty message
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+    if os.path.getsize(path) == 0:
+        raise fail("is empty (0 bytes): a write that never finished")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; a cut-off one loses its directory
+        raise fail("is truncated or corrupt: not a whole torch.save archive")
     try:
         ck = torch.load(path, map_location=device, weights_only=True)
     except pickle.UnpicklingError as e:
         if "weights only" in str(e).lower() or "weights_only" in str(e):
             raise fail("holds objects other than tensors and plain Python values, which could run code when "
-                       f"loaded, so torch.load(weights_only=True) refused it ({str(e).splitlines()[0]})") from e
-        raise fail(f"is truncated or corrupt: torch.load could not read it ({str(e).splitlines()[0]})") from e
+                       f"loaded, so torch.load(weights_only=True) refused it ({first_line(e)})") from e
+        raise fail(f"is truncated or corrupt: torch.load could not read it ({first_line(e)})") from e
     except Exception as e:  # noqa: BLE001 - a damaged file fails in many ways (zip, pickle, storage)
-        raise fail(f"is truncated or corrupt: torch.load could not read it ({str(e).splitlines()[0]})") from e
+        raise fail(f"is truncated or corrupt: torch.load could not read it ({first_line(e)})") from e
     missing = [k for k in CHECKPOINT_KEYS if not isinstance(ck, dict) or k not in ck]
     if missing:
         raise fail(f"is not a tfx training checkpoint (missing {', '.join(missing)})")
@@ -581,5 +589,5 @@ def load_checkpoint(path, model, opt, scaler, device) -> tuple[History, int]:
         hist = History(**ck["history"])
         _set_rng_state(ck["rng"], device)
     except (RuntimeError, ValueError, KeyError, TypeError) as e:
-        raise fail(f"does not fit this model and optimiser ({str(e).splitlines()[0]})") from e
+        raise fail(f"does not fit this model and optimiser ({first_line(e)})") from e
     return hist, int(ck["step"])
