@@ -5,6 +5,7 @@
 #   make browser-deps   install Debian's chromium for the browser test (root)
 #   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
 #                       (one notebook: make notebooks NB=book/03-x.ipynb; profile from TFX_PROFILE)
+#   make colab-check    every notebook from the built wheel in a clean venv, from an empty folder (quick)
 #   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
 # Needs GNU make and Python >= 3.10 (python3); .venv is created on first use.
 
@@ -25,7 +26,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv
+.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check
 
 venv: $(STAMP)
 
@@ -92,6 +93,11 @@ browser-deps:
 browser-deps-if-possible:
 	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  $(MAKE) --no-print-directory browser-deps; fi
+
+# Every chapter as a Colab reader runs it: the wheel installed non-editable into a clean
+# venv with only what Colab has, each notebook executed from an empty folder (quick profile).
+colab-check: $(STAMP)
+	$(BIN)/python scripts/colab_check.py
 
 NB ?=
 notebooks: $(STAMP)

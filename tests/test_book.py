@@ -200,3 +200,13 @@ def test_log_axes_with_hand_set_ticks_use_log_ticks(nb):
         src = "".join(c["source"]) if c["cell_type"] == "code" else ""
         log_x = re.search(r"set_xscale\(\s*[\"']log|\.loglog\(|\.semilogx\(", src)
         assert not (log_x and "set_xticks(" in src), f"{nb.name}: use tfx.book.plot.log_ticks for a log axis's ticks"
+
+
+def test_readers_are_told_to_install_tfx_book_not_tfx():
+    """``tfx`` on the package index is TensorFlow Extended: every install hint names tfx-book."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    texts = [*root.glob("*.md"), *root.glob("tfx/**/*.py"), *root.glob("book/*.ipynb"), *root.glob("book/*.md"),
+             root / "Makefile", root / "pyproject.toml"]
+    bad = [f"{p.relative_to(root)}:{n}" for p in texts for n, line in enumerate(p.read_text().splitlines(), 1)
+           if re.search(r"(?<![\w-])tfx\[", line) or re.search(r"pip install\s+['\"]?tfx(?![\w-])", line)]
+    assert not bad, f"'tfx[…]' / 'pip install tfx' is TensorFlow Extended; say tfx-book: {bad}"

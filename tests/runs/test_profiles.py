@@ -62,7 +62,7 @@ def test_a_failing_iwslt_load_falls_back_with_a_warning(hub, monkeypatch, tmp_pa
 def test_iwslt_check_names_the_missing_extras(monkeypatch):
     find = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == "huggingface_hub" else find(m, *a))
-    assert corpus.iwslt14_unavailable() == "huggingface_hub not installed: pip install 'tfx[full]'"
+    assert corpus.iwslt14_unavailable() == "huggingface_hub not installed: pip install 'tfx-book[full]'"
 
 
 def test_other_profiles_name_their_task_and_never_look_for_iwslt(hub, monkeypatch):

@@ -1,6 +1,7 @@
 """tfx.runs.sweep: a grid of runs, each recorded with config, seed, code version, device, time, status."""
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -81,9 +82,28 @@ def test_bad_arguments(task):
         sweep.run_grid({"a": _cfg(task)}, task, {"b": tfx.TrainConfig(steps=1)})
 
 
-def test_code_version_is_a_commit_or_the_package_version():
+def test_code_version_is_the_training_code_hash():
     v = sweep.code_version()
-    assert v.startswith("tfx ") or len(v.split("+")[0]) == 12
+    assert v == sweep.code_hash() and len(v) == 12 and int(v, 16) >= 0
+
+
+def test_run_keys_survive_a_commit_that_does_not_touch_the_trainer(tmp_path):
+    """Copy the package, change what a commit to a chapter, a probe or a plot changes: the
+    hash (and so every run key) stays; change the trainer or the model: it moves."""
+    import shutil
+
+    pkg = tmp_path / "tfx"
+    shutil.copytree(Path(sweep.__file__).resolve().parents[1], pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    before = sweep.code_hash(pkg)
+    assert before == sweep.code_hash()  # the copy hashes like the original
+    for f in ("theory/adam.py", "book/plot.py", "runs/results.py", "runs/sweep.py"):
+        (pkg / f).write_text((pkg / f).read_text() + "\n# a comment\n")
+    assert sweep.code_hash(pkg) == before
+    for f in ("runs/train.py", "nn/blocks.py", "runs/data.py"):
+        changed = pkg.parent / f"changed-{f.replace('/', '-')}"
+        shutil.copytree(pkg, changed / "tfx")
+        (changed / "tfx" / f).write_text((changed / "tfx" / f).read_text() + "\n# a comment\n")
+        assert sweep.code_hash(changed / "tfx") != before, f"a change to {f} must change the hash"
 
 
 def test_steps_to_loss():

@@ -336,7 +336,7 @@ def load_corpus(name: str = "libreoffice-de-en", vocab_size: int | None = None, 
     checked against ``SHA256SUMS`` first. ``name="libreoffice-de-en-large"`` trains on
     every pair of the help pages (26k; default BPE 8000), validated and tested on the
     same splits as the small corpus. ``name="iwslt14-de-en"`` forwards to
-    :func:`load_iwslt14_task` (downloads; needs ``tfx[full]``).
+    :func:`load_iwslt14_task` (downloads; needs ``tfx-book[full]``).
     """
     if name in ("iwslt14-de-en", "iwslt14"):
         return load_iwslt14_task(vocab_size=vocab_size or 10_000, seed=seed, max_len=max_len,
@@ -419,7 +419,7 @@ def iwslt14_unavailable(timeout: float = 5.0) -> str | None:
 
     missing = [m for m in ("pyarrow", "huggingface_hub") if importlib.util.find_spec(m) is None]
     if missing:
-        return f"{' and '.join(missing)} not installed: pip install 'tfx[full]'"
+        return f"{' and '.join(missing)} not installed: pip install 'tfx-book[full]'"
     hub = _full_import("huggingface_hub")
     cached = [hub.try_to_load_from_cache(IWSLT_REPO, f"{IWSLT_CONFIG}/{_IWSLT_SPLIT[s]}/0000.parquet",
                                          repo_type="dataset", revision=IWSLT_REVISION) for s in SPLITS]

@@ -7,7 +7,7 @@
 ``TFX_PROFILE=quick|book|full`` overrides the choice. Sizes follow ../shared/pilot.md.
 
 The ``full`` profile trains on IWSLT'14 De-En from the Hugging Face hub. Where that
-cannot be loaded (no network, no ``tfx[full]`` extras) it says so in a warning and
+cannot be loaded (no network, no ``tfx-book[full]`` extras) it says so in a warning and
 falls back to the larger shipped LibreOffice corpus; the profile line every notebook prints
 (``str(P)``) names the task actually used, so a figure never hides the switch.
 """

@@ -14,7 +14,7 @@ finished run appended to ``results/NAME.PROFILE.jsonl`` (see :mod:`tfx.runs.resu
     python -m tfx.sweep experiments/warmup --shard $SLURM_ARRAY_TASK_ID/16   # one job of 16
 
 A rerun skips the runs already recorded (same experiment, profile, label, configs, seed,
-task and code version) and resumes an interrupted run from its checkpoint, so after a
+task and :func:`code_hash` of the training code: a commit elsewhere keeps them) and resumes an interrupted run from its checkpoint, so after a
 ``kill -9`` the rerun's records equal an uninterrupted sweep's. ``--jobs N`` trains N runs
 at once in separate processes; ``--shard I/N`` (0 ≤ I < N) keeps every N-th run, for a
 scheduler's array job, each shard writing its own file that :func:`tfx.runs.results.load` merges.
@@ -31,7 +31,6 @@ import hashlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 import traceback
@@ -44,30 +43,30 @@ from ..nn.model import build_model
 from .results import Record
 from .train import CheckpointError, History, train
 
-def _installed_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+# What determines a run's numbers, besides its configs, seed and task: the model wing, and
+# the trainer with the data it reads. A commit to a chapter, a test, the theory or the
+# plotting leaves this hash, and so every recorded run, as it is; a change here does not.
+TRAINING_CODE = ("nn", "runs/train.py", "runs/diagnose.py", "runs/data.py", "runs/corpus.py")
 
-    try:
-        return version("tfx-book")
-    except PackageNotFoundError:
-        return "unknown"
+
+def code_hash(package=None) -> str:
+    """A hash (12 hex digits) of the library code that trains a run (``TRAINING_CODE``:
+    every ``.py`` file of ``tfx/nn`` and the trainer, its diagnosis and its data), read
+    from the files, so a checkout, a pip install and a GPU machine's copy agree."""
+    package = Path(package) if package else Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for part in TRAINING_CODE:
+        p = package / part
+        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
+            h.update(f.relative_to(package).as_posix().encode() + b"\0")
+            h.update(f.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    return h.hexdigest()[:12]
 
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """The git commit of the tfx checkout (``+dirty`` if it has uncommitted changes),
-    else ``tfx <__version__>`` (an installed copy without git)."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        run = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True,  # noqa: E731
-                                        timeout=5, check=True).stdout.strip()
-        if run("rev-parse", "--show-toplevel") != str(root):
-            raise RuntimeError("tfx is not at the top of a git checkout")
-        commit = run("rev-parse", "--short=12", "HEAD")
-        dirty = bool(run("status", "--porcelain", "--untracked-files=no", "--", "tfx"))
-        return commit + ("+dirty" if dirty else "")
-    except Exception:  # no git, not a checkout, or a pip-installed copy
-        return f"tfx {_installed_version()}"
+    """``code_hash()`` of this copy of tfx: what a rerun compares to skip recorded runs."""
+    return code_hash()
 
 
 def build_for_run(config: ModelConfig, task, train_cfg: TrainConfig, init_batch_size: int | None = None):

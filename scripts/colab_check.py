@@ -1,0 +1,96 @@
+"""Run every chapter the way a Colab reader does: from a non-editable install of the built
+wheel, in a clean virtual environment holding only what Colab has (torch, numpy,
+matplotlib, sympy, ipywidgets, ipykernel), each notebook executed from an empty folder
+with no checkout beside it, in the quick profile.
+
+    python scripts/colab_check.py                 # every notebook (make colab-check)
+    python scripts/colab_check.py book/11-*.ipynb # some
+
+Exit status 1, naming the notebooks and their errors, if any fails. Uses the machine's
+pip (the pinned torch==2.13.0 from requirements.txt; no CUDA download).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLAB = ["numpy", "matplotlib", "sympy", "ipywidgets", "ipykernel", "nbclient"]  # + torch, pinned below
+
+RUNNER = r"""
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=False).execute()
+"""
+
+
+def pinned_torch() -> str:
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if re.match(r"^torch\s*==", line.strip()):
+            return line.split("#")[0].strip()
+    raise SystemExit("requirements.txt pins no torch")
+
+
+def sh(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("notebooks", nargs="*", help="default: book/*.ipynb")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = ap.parse_args(argv)
+    notebooks = [Path(n).resolve() for n in args.notebooks] or sorted((ROOT / "book").glob("[0-9]*.ipynb"))
+    work = Path(tempfile.mkdtemp(prefix="tfx-colab-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "TFX_RESULTS")}
+    try:
+        print(f"==> building the wheel into {work}", flush=True)
+        sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "wheel", ROOT,
+           stdout=subprocess.DEVNULL)
+        wheel = next((work / "wheel").glob("tfx_book-*.whl"))
+        print("==> a clean venv with what Colab has, then the wheel (non-editable)", flush=True)
+        sh(sys.executable, "-m", "venv", work / "venv")
+        py = work / "venv" / "bin" / "python"
+        sh(py, "-m", "pip", "install", "-q", pinned_torch(), *COLAB, stdout=subprocess.DEVNULL)
+        sh(py, "-m", "pip", "install", "-q", wheel, stdout=subprocess.DEVNULL)
+        env.update(PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}", TFX_PROFILE="quick",
+                   MPLBACKEND="Agg", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        where = subprocess.run([py, "-c", "import tfx; print(tfx.__file__)"], cwd=work, env=env,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        assert str(ROOT) not in where, f"tfx imported from the checkout ({where}), not the install"
+        print(f"    tfx from {where}", flush=True)
+        failed = []
+        for nb in notebooks:
+            folder = work / "run" / nb.stem  # empty: no checkout, no experiments/, no results/
+            folder.mkdir(parents=True)
+            shutil.copy(nb, folder / nb.name)
+            t0 = time.perf_counter()
+            r = subprocess.run([py, "-c", RUNNER, nb.name], cwd=folder, env=env, capture_output=True, text=True)
+            took = time.perf_counter() - t0
+            ok = r.returncode == 0
+            print(f"{'ok  ' if ok else 'FAIL'} {nb.name} ({took:.0f} s)", flush=True)
+            if not ok:
+                failed.append(nb.name)
+                print("\n".join(r.stderr.strip().splitlines()[-25:]), flush=True)
+        if failed:
+            print(f"colab-check: {len(failed)} of {len(notebooks)} notebooks failed: {', '.join(failed)}")
+            return 1
+        print(f"colab-check: all {len(notebooks)} notebooks ran from the wheel in an empty folder")
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
