@@ -57,6 +57,7 @@ class Record:
     run_id: str = ""  # what ran (label, configs, seed, task, experiment, profile)
     key: str = ""  # run_id and the code version: a rerun skips a key already recorded
     finished_at: str = ""  # UTC, ISO 8601
+    fixture: bool = False  # a tiny CPU stand-in made to test a chapter's cells (sweep --fixture), never a result
 
     @property
     def final_loss(self) -> float:
@@ -171,7 +172,10 @@ def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
 def provenance(records) -> str:
     """'device cpu · code 1a2b3c4d5e6f · 2026-11-23' for a set of records (every distinct value)."""
     join = lambda xs: ", ".join(sorted({str(x) for x in xs if x})) or "?"  # noqa: E731
-    return (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)} · "
+    records = list(records)
+    label = ("FIXTURES (tiny CPU stand-ins that test this cell; not results) · "
+             if any(getattr(r, "fixture", False) for r in records) else "")
+    return label + (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)} · "
             f"{join(r.finished_at[:10] for r in records)}")
 
 

@@ -246,6 +246,59 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 _TASKS: dict = {}  # per process: a worker loads each task once
 
+# A fixture run goes through the whole pipeline of its profile (task, configs, trainer,
+# records) at a size a CPU trains in a second: a stand-in that lets the chapters' GPU
+# cells be tested before GPU results exist. Its record says fixture=True, and
+# results.provenance labels it; it is never shipped or shown as a result.
+FIXTURE_MODEL = {"d_model": 16, "n_heads": 2, "d_ffn": 32}
+FIXTURE_TRAIN = {"steps": 6, "batch_size": 4, "eval_every": 3, "eval_batches": 1, "log_every": 1,
+                 "bleu_sentences": 4, "max_tokens": None, "compile": False}
+
+
+def fixture_run(run):
+    """``run`` shrunk to a fixture: tiny widths and 6 steps; placement, initialiser, depth,
+    optimiser and seed kept."""
+    import dataclasses
+
+    tc = run.train.replace(**FIXTURE_TRAIN, warmup=min(run.train.warmup, 2),
+                           checkpoint_every=0, device="cpu", amp=False)
+    return dataclasses.replace(run, model={**run.model, **FIXTURE_MODEL}, train=tc)
+
+
+def _size_key(job) -> str:
+    """Runs that cost the same per step: the same model fields, batch and precision."""
+    run = job["run"]
+    t = run.train
+    return json.dumps([job["task"], run.model, t.batch_size, t.max_tokens, t.amp_dtype, t.compile, t.optimizer],
+                      sort_keys=True, default=str)
+
+
+def measure_step_seconds(job, steps: int = 4) -> float:
+    """Seconds per training step of ``job``'s model size on this device, from a short
+    warm-up: a 2-step run and a (2 + ``steps``)-step run; their difference is ``steps``
+    steady steps (the first steps, compilation and the final evaluation cancel)."""
+    from .profiles import load_task_or_fallback
+
+    if job["task"] not in _TASKS:
+        _TASKS[job["task"]] = load_task_or_fallback(job["task"], length=job["seq_len"])
+    task, run = _TASKS[job["task"]], job["run"]
+    cfg = ModelConfig.for_task(task, **run.model)
+    times = []
+    for n in (2, 2 + steps):
+        tc = run.train.replace(steps=n, eval_every=0, eval_batches=1, checkpoint_every=0, checkpoint_path=None,
+                               diagnose=False, progress=False)
+        model = build_for_run(cfg, task, tc)
+        t0 = time.perf_counter()
+        train(model, task, tc)
+        times.append(time.perf_counter() - t0)
+    return max(times[1] - times[0], 1e-4) / steps
+
+
+def estimate_seconds(job, step_seconds: dict) -> float:
+    """A run's expected wall time: its steps × the measured seconds per step of its size,
+    plus 10 % for evaluation and checkpoints."""
+    return 1.1 * job["run"].train.steps * step_seconds[_size_key(job)]
+
 
 def _work(job: dict) -> tuple[dict, bool]:
     """Train one run (in this process or a worker); returns (record dict, resumed?)."""
@@ -303,23 +356,13 @@ def _die_with_parent(parent: int):
         os._exit(1)
 
 
-def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
-                   threads: int = 1, progress: bool = True) -> list[Record]:
-    """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
-    (default: the current one); returns this shard's Records in the experiment's order.
-
-    Each finished run is appended to ``results_dir`` (default ``results/``); runs already
-    recorded with this code version are skipped; a run with a checkpoint continues from it.
-    ``jobs``: runs trained at once, each in its own process (spawned); ``threads``: torch
-    threads per run. ``shard``: ``(I, N)`` or ``"I/N"``: only runs I, I+N, I+2N, ….
-    A run that raises does not stop the others; the error is reported at the end.
-    """
+def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 1, fixture: bool = False) -> dict:
+    """What :func:`run_experiment` would do: ``{"experiment", "profile", "task", "note", "out",
+    "mine" (this shard's run keys, in order), "recorded" (key → Record), "todo" (jobs)}``."""
     from .experiment import Experiment
     from .profiles import get_profile, resolve_task
 
     exp = experiment if isinstance(experiment, Experiment) else Experiment.load(experiment)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
     i, n = parse_shard(shard) if isinstance(shard, str) else (shard or (0, 1))
     P = get_profile(profile if profile is None or isinstance(profile, str) else profile.name, check_task=False)
     task, note = resolve_task(exp.task(P.name))
@@ -332,6 +375,8 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
     for index, run in enumerate(exp.runs(P.name)):
         if index % n != i:
             continue
+        if fixture:
+            run = fixture_run(run)
         key = run_key(exp.name, P.name, task, run, version)
         ckpt = ckpt_dir / f"{key}.pt"
         mine.append(key)
@@ -340,20 +385,57 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
             continue
         todo.append({"run": run, "index": index, "key": key, "run_id": run_key(exp.name, P.name, task, run),
                      "experiment": exp.name, "profile": P.name, "task": task, "seq_len": P.seq_len,
-                     "checkpoint": str(ckpt), "threads": threads,
-                     "checkpoint_every": exp.checkpoint_every(P.name, run.train.steps)})
+                     "checkpoint": str(ckpt), "threads": threads, "fixture": fixture,
+                     "checkpoint_every": 0 if fixture else exp.checkpoint_every(P.name, run.train.steps)})
+    return {"experiment": exp.name, "profile": P.name, "task": task, "note": note, "out": out, "shard": (i, n),
+            "mine": mine, "recorded": recorded, "todo": todo}
+
+
+def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
+                   threads: int = 1, progress: bool = True, fixture: bool = False,
+                   deadline: float | None = None, step_seconds: dict | None = None) -> list[Record]:
+    """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
+    (default: the current one); returns this shard's Records in the experiment's order.
+
+    Each finished run is appended to ``results_dir`` (default ``results/``); runs already
+    recorded with this training code (:func:`code_hash`) are skipped; a run with a checkpoint
+    continues from it. ``jobs``: runs trained at once, each in its own process (spawned);
+    ``threads``: torch threads per run. ``shard``: ``(I, N)`` or ``"I/N"``: only runs I,
+    I+N, I+2N, …. A run that raises does not stop the others; the error is reported at the end.
+
+    ``deadline`` (a ``time.monotonic()`` value) with ``step_seconds`` (from
+    :func:`measure_step_seconds`, per model size): no run starts that is not expected to
+    finish before it; the rest wait for the next call. ``fixture``: every run shrunk by
+    :func:`fixture_run` (a CPU stand-in for tests, labelled as such in its record).
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
+    p = plan(experiment, profile, results_dir, shard, threads, fixture)
+    mine, todo, recorded, out = p["mine"], p["todo"], p["recorded"], p["out"]
+    i, n = p["shard"]
     log = functools.partial(print, file=sys.stderr, flush=True)
-    log(f"{exp.name}: {len(mine)} runs (profile {P.name}, task {task}"
-        + (f", shard {i}/{n}" if n > 1 else "") + f"), {len(mine) - len(todo)} already recorded; → {out}")
-    if note:
-        log(f"note: {note}")
+    log(f"{p['experiment']}: {len(mine)} runs (profile {p['profile']}, task {p['task']}"
+        + (f", shard {i}/{n}" if n > 1 else "") + (", FIXTURES" if fixture else "")
+        + f"), {len(mine) - len(todo)} already recorded; → {out}")
+    if p["note"]:
+        log(f"note: {p['note']}")
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=exp.name, unit="run", disable=not progress)
-    failures = []
+    bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=p["experiment"], unit="run",
+               disable=not progress)
+    failures, deferred = [], []
+
+    def fits(job) -> bool:
+        if deadline is None:
+            return True
+        ok = time.monotonic() + estimate_seconds(job, step_seconds) <= deadline
+        if not ok:
+            deferred.append(job)
+        return ok
 
     def finish(job, result):
         d, resumed = result
+        d["fixture"] = job["fixture"]
         results.append(out, d)
         Path(job["checkpoint"]).unlink(missing_ok=True)
         recorded[d["key"]] = Record.from_dict(d)
@@ -368,6 +450,8 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
 
     if jobs == 1:
         for job in todo:
+            if not fits(job):
+                continue
             try:
                 result = _work(job)
             except Exception:
@@ -376,22 +460,34 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
             finish(job, result)
     else:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-            futures = {pool.submit(_work, job): job for job in todo}
-            for fut in as_completed(futures):
-                try:
-                    result = fut.result()
-                except Exception:
-                    failed(futures[fut], traceback.format_exc())
-                    continue
-                finish(futures[fut], result)
+            waiting, futures = list(todo), {}
+            while waiting or futures:
+                while waiting and len(futures) < jobs:  # keep `jobs` runs going, each only if it fits
+                    job = waiting.pop(0)
+                    if fits(job):
+                        futures[pool.submit(_work, job)] = job
+                if not futures:
+                    break
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    job = futures.pop(fut)
+                    try:
+                        result = fut.result()
+                    except Exception:
+                        failed(job, traceback.format_exc())
+                        continue
+                    finish(job, result)
     bar.close()
+    if deferred:
+        log(f"budget: {len(deferred)} run(s) of {p['experiment']} would not finish in time and did not start; "
+            "run the same command again to continue")
     if failures:
         raise RuntimeError(f"{len(failures)} run(s) raised and were not recorded: {', '.join(failures)}")
-    return [recorded[k] for k in mine]
+    return [recorded[k] for k in mine if k in recorded]
 
 
 def load_or_run(experiment: str, profile, run_missing: bool | None = None, results_dir=None) -> list[Record]:
@@ -410,9 +506,11 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
 
 
 def main(argv=None) -> int:
-    """``python -m tfx.sweep experiments/NAME [--profile P] [--jobs N] [--shard I/N] [--results DIR]``"""
+    """``python -m tfx.sweep experiments/NAME [NAME …] [--profile P] [--jobs N] [--shard I/N]
+    [--results DIR] [--budget-minutes M] [--fixture]``"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
-    ap.add_argument("experiment", help="experiments/NAME or experiments/NAME.toml")
+    ap.add_argument("experiments", nargs="+", metavar="experiment",
+                    help="experiments/NAME or experiments/NAME.toml; several run in the order given")
     ap.add_argument("--profile", choices=("quick", "book", "full"), default=None,
                     help="sizes to use (default: $TFX_PROFILE, else full with CUDA, book without)")
     ap.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
@@ -420,25 +518,65 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
     ap.add_argument("--list", action="store_true", help="list the runs and exit")
+    ap.add_argument("--budget-minutes", type=float, default=None,
+                    help="measure each model size's step time, print the plan and its estimated cost, and "
+                         "start no run that is not expected to finish within M minutes; rerun to continue")
+    ap.add_argument("--fixture", action="store_true",
+                    help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
     args = ap.parse_args(argv)
     from .experiment import Experiment
     from .profiles import get_profile
 
     try:
-        exp = Experiment.load(args.experiment)
+        if args.budget_minutes is not None and not args.budget_minutes > 0:
+            raise ValueError(f"--budget-minutes={args.budget_minutes} must be > 0")
+        start = time.monotonic()
+        exps = [Experiment.load(e) for e in args.experiments]
         if args.list:
             P = get_profile(args.profile, check_task=False)
-            runs = exp.runs(P.name)
             i, n = parse_shard(args.shard) if args.shard else (0, 1)
-            for index, run in enumerate(runs):
-                if index % n == i:
-                    print(f"{index:4d}  {run.label}  seed {run.seed}")
+            for exp in exps:
+                for index, run in enumerate(exp.runs(P.name)):
+                    if index % n == i:
+                        print(f"{exp.name}  {index:4d}  {run.label}  seed {run.seed}")
             return 0
-        run_experiment(exp, args.profile, args.results, jobs=args.jobs, shard=args.shard, threads=args.threads)
+        deadline = step_seconds = None
+        if args.budget_minutes is not None:
+            step_seconds = print_plan(exps, args)
+            deadline = start + 60 * args.budget_minutes
+        for exp in exps:
+            run_experiment(exp, args.profile, args.results, jobs=args.jobs, shard=args.shard, threads=args.threads,
+                           fixture=args.fixture, deadline=deadline, step_seconds=step_seconds)
+        if deadline is not None:
+            left = sum(len(plan(e, args.profile, args.results, args.shard, fixture=args.fixture)["todo"]) for e in exps)
+            print(f"budget: {(time.monotonic() - start) / 60:.1f} of {args.budget_minutes:g} min used; "
+                  + (f"{left} run(s) left: run the same command again" if left else "every planned run is recorded"),
+                  file=sys.stderr)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def print_plan(exps, args) -> dict:
+    """Measure the step time of every model size still to run, print the plan (runs to do and
+    their estimated minutes per experiment, in the order given) and return the step times."""
+    plans = [plan(e, args.profile, args.results, args.shard, args.threads, args.fixture) for e in exps]
+    step_seconds = {}
+    for p in plans:
+        for job in p["todo"]:
+            if _size_key(job) not in step_seconds:
+                step_seconds[_size_key(job)] = measure_step_seconds(job)
+    rows, total = [], 0.0
+    for p in plans:
+        minutes = sum(estimate_seconds(j, step_seconds) for j in p["todo"]) / 60 / args.jobs
+        total += minutes
+        rows.append(f"  {p['experiment']:<18} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
+                    f"≈ {minutes:6.1f} min  (cumulative {total:6.1f})")
+    print(f"plan (profile {plans[0]['profile'] if plans else '?'}, {args.jobs} job(s) at once, step times "
+          f"measured on this device for {len(step_seconds)} model size(s)):\n" + "\n".join(rows)
+          + f"\n  estimated {total:.1f} min in all; budget {args.budget_minutes:g} min", file=sys.stderr, flush=True)
+    return step_seconds
 
 
 if __name__ == "__main__":
