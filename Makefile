@@ -6,6 +6,7 @@
 #   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
 #                       (one notebook: make notebooks NB=book/03-x.ipynb; profile from TFX_PROFILE)
 #   make colab-check    every notebook from the built wheel in a clean venv, from an empty folder (quick)
+#   make gpu-results    the GPU half: every experiment's full profile, in priority order, within BUDGET minutes
 #   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
 # Needs GNU make and Python >= 3.10 (python3); .venv is created on first use.
 
@@ -26,7 +27,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check
+.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check gpu-results
 
 venv: $(STAMP)
 
@@ -98,6 +99,18 @@ browser-deps-if-possible:
 # venv with only what Colab has, each notebook executed from an empty folder (quick profile).
 colab-check: $(STAMP)
 	$(BIN)/python scripts/colab_check.py
+
+# The GPU half in short bursts (experiments/README.md says why this order): the full
+# profile of every experiment, the runs that settle a claim first; no run starts that is
+# not expected to finish within BUDGET minutes, so repeating the command fills in the rest.
+# Uses .venv where there is one, else the machine's python3 with tfx importable from here.
+GPU_PLAN := experiments/warmup experiments/depth experiments/warmup-fixes experiments/stability-map \
+            experiments/quality experiments/admin-profiling
+BUDGET ?= 9
+JOBS ?= 4
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+gpu-results:
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m tfx.sweep $(GPU_PLAN) --profile full --budget-minutes $(BUDGET) --jobs $(JOBS)
 
 NB ?=
 notebooks: $(STAMP)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from .plot import use_style
 from ..runs.profiles import get_profile
+from .plot import use_style
 
 
 def setup(profile: str | None = None, seed: int = 0, threads: int | None = None):

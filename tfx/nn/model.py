@@ -12,11 +12,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .batch import BOS, EOS, PAD, Batch
 from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm
 from .config import ModelConfig
 from .constants import deepnorm_constants
 from .init import initialize
-from .batch import BOS, EOS, PAD, Batch
 
 
 def sinusoidal_table(max_len: int, d: int) -> torch.Tensor:

@@ -23,10 +23,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..nn.config import ModelConfig, TrainConfig
 from ..nn.batch import PAD, Batch
-from .data import SyntheticTask
+from ..nn.config import ModelConfig, TrainConfig
 from ..nn.model import Embedding, build_model
+from .data import SyntheticTask
 from .train import make_optimizer, train
 
 # Dense (no sparsity) bf16 tensor-core peaks from the vendors' datasheets, FLOP/s.

@@ -41,8 +41,8 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 from ..nn.config import ModelConfig, TrainConfig
-from .profiles import PROFILE_NAMES, get_profile
 from . import shipped
+from .profiles import PROFILE_NAMES, get_profile
 
 _TOP = ("name", "description", "claims", "seeds", "task", "checkpoint_every", "model", "train", "grid", "profiles")
 _PROFILE_KEYS = ("seeds", "task", "checkpoint_every", "model", "train", "grid")

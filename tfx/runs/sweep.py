@@ -37,9 +37,9 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import results
 from ..nn.config import ModelConfig, TrainConfig
 from ..nn.model import build_model
+from . import results
 from .results import Record
 from .train import CheckpointError, History, train
 

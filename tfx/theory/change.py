@@ -15,9 +15,9 @@ import copy
 import numpy as np
 import torch
 
+from ..nn.hooks import loss_on, mode
 from .dependency import layer_dependency
 from .gradients import _placement
-from ..nn.hooks import loss_on, mode
 
 
 # ----------------------------------------------------------------- AM-2: predicted

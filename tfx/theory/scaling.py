@@ -26,12 +26,12 @@ import numpy as np
 import sympy as sp
 import torch
 
-from .change import output_change, stack_output
 from ..nn.config import ModelConfig
 from ..nn.constants import deepnorm_constants
+from ..nn.hooks import mode
+from .change import output_change, stack_output
 from .dependency import layer_dependency
 from .gradients import sublayer_grad_norms
-from ..nn.hooks import mode
 
 # ----------------------------------------------------------------- the schemes compared
 # name -> (placement, init). "xavier" is the plain Post-LN Transformer; Lipschitz init is
