@@ -157,14 +157,14 @@ def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
     (a name or a Profile; default: the current one), from all its files (shards merged).
 
     Read from ``results_dir`` (default :func:`default_dir`); with no ``results_dir`` given and
-    nothing recorded there, from the results shipped with the package (a pip install with
-    no checkout: :mod:`tfx.runs.shipped`)."""
+    nothing recorded there, an install with no checkout reads the results shipped with the
+    package (:mod:`tfx.runs.shipped`)."""
     from .profiles import get_profile
 
     if profile is None or not isinstance(profile, str):
         profile = (profile or get_profile(check_task=False)).name
     files = files_for(results_dir or default_dir(), experiment, profile)
-    if not files and results_dir is None:
+    if not files and results_dir is None and shipped.checkout_root() is None:
         files = shipped.shipped_results(experiment, profile)
     return read(files) if files else []
 
