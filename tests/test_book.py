@@ -168,7 +168,7 @@ def _ln4_axes(depths, fixed):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    import tfx
+    import tfx.book.plot  # tfx alone does not import the book wing
 
     fig, a = plt.subplots(figsize=(4.8, 3.5), dpi=110)
     a.errorbar(depths, [1.0 + 0.1 * k for k in range(len(depths))], fmt="o")
