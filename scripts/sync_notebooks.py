@@ -23,15 +23,27 @@ def repository() -> tuple[str, str]:
     return cfg["repository"]["url"].rstrip("/"), cfg["repository"].get("branch", "main")
 
 
+# Code lines in the book's notebooks fit in this many characters (tests/test_book.py).
+CODE_WIDTH = 88
+
+
 def setup_source() -> str:
     url, branch = repository()
-    return (
-        "# On Colab only: install tfx-book (it provides `import tfx`) from this book's repository.\n"
-        "# Colab's own torch is kept (tfx asks for a loose torch range); elsewhere this does nothing.\n"
+    src = (
+        "# On Colab only: install tfx-book (it provides `import tfx`) from this book's\n"
+        "# repository. Colab's own torch is kept (tfx asks for a loose torch range);\n"
+        "# elsewhere this does nothing.\n"
         "import subprocess, sys\n"
         "if \"google.colab\" in sys.modules:\n"
-        f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"tfx-book @ git+{url}@{branch}\"], check=True)"
+        "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
+        f"                    \"tfx-book @ git+{url}@{branch}\"],\n"
+        "                   check=True)"
     )
+    too_long = [line for line in src.splitlines() if len(line) > CODE_WIDTH]
+    if too_long:
+        raise ValueError(f"the Colab setup cell has lines over {CODE_WIDTH} characters "
+                         f"(a long repository URL in _config.yml?): {too_long}")
+    return src
 
 
 def setup_cell() -> dict:

@@ -1,6 +1,7 @@
 """The book's structure: every chapter is in the table of contents, opens with the
 Colab setup cell for this repository, imports tfx (no model defined inline), and
 its Colab button (in the built HTML) points at this repository's copy."""
+import ast
 import json
 import os
 import pathlib
@@ -168,7 +169,7 @@ def _ln4_axes(depths, fixed):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    import tfx
+    import tfx.book.plot  # tfx alone does not import the book wing
 
     fig, a = plt.subplots(figsize=(4.8, 3.5), dpi=110)
     a.errorbar(depths, [1.0 + 0.1 * k for k in range(len(depths))], fmt="o")
@@ -210,3 +211,153 @@ def test_readers_are_told_to_install_tfx_book_not_tfx():
     bad = [f"{p.relative_to(root)}:{n}" for p in texts for n, line in enumerate(p.read_text().splitlines(), 1)
            if re.search(r"(?<![\w-])tfx\[", line) or re.search(r"pip install\s+['\"]?tfx(?![\w-])", line)]
     assert not bad, f"'tfx[…]' / 'pip install tfx' is TensorFlow Extended; say tfx-book: {bad}"
+
+
+# --------------------------------------------------------------------------
+# Pages that read comfortably: code fits the column, and cells that only draw
+# are collapsed (their output stays).
+# --------------------------------------------------------------------------
+
+CODE_WIDTH = 88  # characters; also what scripts/sync_notebooks.py writes the Colab cell to
+
+
+def _code_cells(nb: dict):
+    """(cell index, source) of every code cell."""
+    return [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+
+
+def _long_lines(nb: dict):
+    return [f"cell {i}, line {k + 1} ({len(line)} characters): {line.strip()[:60]}"
+            for i, src in _code_cells(nb) for k, line in enumerate(src.split("\n"))
+            if len(line) > CODE_WIDTH]
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_lines_fit_the_column(nb):
+    """A longer line scrolls sideways inside its cell on the page."""
+    long = _long_lines(json.loads(nb.read_text()))
+    assert not long, f"{nb.name}: code lines over {CODE_WIDTH} characters:\n  " + "\n  ".join(long)
+
+
+def test_code_width_check_catches_a_long_line():
+    nb = {"cells": [{"cell_type": "markdown", "source": ["x" * 200]},
+                    {"cell_type": "code", "source": ["a = 1\n", "b = [" + "1, " * 40 + "]"]}]}
+    found = _long_lines(nb)
+    assert len(found) == 1 and found[0].startswith("cell 1, line 2 (126 characters): b = [1, 1"), found
+    assert sync_notebooks.CODE_WIDTH == CODE_WIDTH
+
+
+_DRAWING_NAMES = {"fig", "ax"}  # what a drawing cell may bind for later cells
+
+
+def _scope_names(node):
+    """Names bound inside node's own scopes: comprehension targets, lambda and def arguments."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.comprehension):
+            out |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+        elif isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            out |= {a.arg for a in ast.walk(n.args) if isinstance(a, ast.arg)}
+    return out
+
+
+def _reads(node):
+    return {n.id for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - _scope_names(node)
+
+
+def _assigns(node):
+    """Names node assigns (imports aside: importing is not computing)."""
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    out |= {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                            ast.ClassDef))}
+    return out - _scope_names(node)
+
+
+def _assigned_and_read(src: str):
+    """(names the cell assigns, names it reads before assigning them), statement by statement."""
+    assigned, read = set(), set()
+
+    def use(node):
+        read.update(_reads(node) - assigned)
+
+    def block(stmts):
+        for s in stmts:
+            if isinstance(s, (ast.For, ast.AsyncFor)):
+                use(s.iter)
+                assigned.update(_assigns(s.target))
+                block(s.body + s.orelse)
+            elif isinstance(s, (ast.With, ast.AsyncWith)):
+                for item in s.items:
+                    use(item.context_expr)
+                    if item.optional_vars is not None:
+                        assigned.update(_assigns(item.optional_vars))
+                block(s.body)
+            elif isinstance(s, (ast.If, ast.While)):
+                use(s.test)
+                block(s.body + s.orelse)
+            elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assigned.add(s.name)
+                read.update(_reads(s) - assigned - _assigns(ast.Module(body=s.body, type_ignores=[])))
+            else:
+                use(s)
+                assigned.update(_assigns(s))
+
+    block(ast.parse(src).body)
+    return assigned, read
+
+
+def _called(src: str):
+    """Names of the functions a cell calls (``plot.figure(…)`` and ``figure(…)`` are both "figure")."""
+    return {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+            for n in ast.walk(ast.parse(src))
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
+
+
+def _draw_only_without_tag(nb: dict):
+    """Code cells that draw a figure or an explorer, glue nothing and assign nothing a later
+    cell reads (fig and ax aside), but do not carry ``hide-input``."""
+    cells = _code_cells(nb)
+    names = [_assigned_and_read(src) for _, src in cells]
+    missing = []
+    for k, (i, src) in enumerate(cells):
+        called = _called(src)
+        draws = "figure" in called or any(c.endswith("_explorer") for c in called)
+        if not draws or "glue" in called:
+            continue
+        read_later = set().union(set(), *(read for _, read in names[k + 1:]))
+        if (names[k][0] - _DRAWING_NAMES) & read_later:
+            continue  # it computes something a later cell uses
+        if "hide-input" not in nb["cells"][i].get("metadata", {}).get("tags", []):
+            missing.append(f"cell {i}: {src.strip().splitlines()[0][:60]}")
+    return missing
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_cells_that_only_draw_hide_their_input(nb):
+    """The figure or explorer stays; the plotting code is behind a toggle. Cells that glue or
+    compute what later cells read stay open, and so does any cell that glues."""
+    notebook = json.loads(nb.read_text())
+    missing = _draw_only_without_tag(notebook)
+    assert not missing, f"{nb.name}: tag these drawing-only cells hide-input:\n  " + "\n  ".join(missing)
+    hidden_glue = [i for i, src in _code_cells(notebook) if "glue" in _called(src)
+                   and "hide-input" in notebook["cells"][i]["metadata"].get("tags", [])]
+    assert not hidden_glue, f"{nb.name}: cells {hidden_glue} glue values for the text: keep their input shown"
+
+
+def test_draw_only_check_on_a_small_notebook():
+    def code(src, tags=()):
+        return {"cell_type": "code", "source": src.splitlines(keepends=True),
+                "metadata": {"tags": list(tags)} if tags else {}}
+
+    nb = {"cells": [
+        code("x = np.arange(3)\nfig, ax = plot.figure(P)\nax.plot(x)"),            # 0: x is read below
+        code("fig, (a, b) = figure(P, ncols=2)\nfor k in range(3):\n    a.plot([k])"),  # 1: draws only
+        code("fig, ax = plot.figure(P)\nglue('n', 3)"),                              # 2: glues
+        code("widgets.some_explorer(P)"),                                            # 3: an explorer
+        code("fig, ax = plot.figure(P)\nax.plot([1])", tags=["hide-input"]),         # 4: tagged
+        code("k = 2\nprint(x.sum() + k)"),                                           # k assigned first
+    ]}
+    assert _draw_only_without_tag(nb) == ["cell 1: fig, (a, b) = figure(P, ncols=2)",
+                                          "cell 3: widgets.some_explorer(P)"]
+    assert _assigned_and_read(nb["cells"][5]["source"][0] + nb["cells"][5]["source"][1]) == ({"k"}, {"x", "print"})

@@ -17,8 +17,11 @@ HTML page under ``_build/html`` this fails if
   whose output is a bare repr (the value of its last line, e.g. ``200000``), an
   equation label left raw (``(eq-…)``) in the text or an output, visible text
   below ``MIN_TEXT_PX`` (computed font size, or rendered height as a second
-  guard), or a figure shown so much smaller than its pixels that its body text
-  (``FIGURE_TEXT_PT`` at the PNG's dpi) renders below ``MIN_TEXT_PX``.
+  guard), a figure shown so much smaller than its pixels that its body text
+  (``FIGURE_TEXT_PT`` at the PNG's dpi) renders below ``MIN_TEXT_PX``, a code
+  cell whose input scrolls sideways (wider than its box at the test's 1280 px
+  viewport; the first line too wide is reported), or a ``hide-input`` cell whose
+  code shows without a toggle.
   ``test_readability_checks_catch_each_defect`` shows each of these failing on a
   small fixture page.
 
@@ -285,6 +288,40 @@ _SHOWN_IMAGES_JS = r"""
 """
 
 
+# Runs in the page: code cell inputs (div.cell_input > … div.highlight > pre) that scroll
+# sideways as rendered; a collapsed input (hide-input) is not measured. Outputs, and code
+# blocks quoted in the prose, are not code cells.
+_WIDE_CODE_JS = r"""
+() => Array.from(document.querySelectorAll('div.cell_input pre'))
+  .filter(el => el.checkVisibility() && el.scrollWidth > el.clientWidth + 1)
+  .map(el => {
+    // the first line wider than the box, measured in the block's own font
+    const cs = getComputedStyle(el);
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const lines = el.textContent.split('\n');
+    const line = lines.find(l => ctx.measureText(l).width > room)
+      || lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+    return `code scrolls sideways (${el.scrollWidth} px in a ${el.clientWidth} px box, `
+           + `${line.length} characters): ${line.trim().slice(0, 80)}`;
+  })
+"""
+
+# Runs in the page: hide-input cells (myst-nb) must show a toggle, and their code only behind it.
+_HIDDEN_INPUT_JS = r"""
+() => Array.from(document.querySelectorAll('.cell.tag_hide-input')).flatMap(cell => {
+  const input = cell.querySelector('.cell_input');
+  const toggle = cell.querySelector('details.hide > summary');
+  if (!toggle || !toggle.checkVisibility()) return ['hide-input cell without a visible toggle: '
+    + (input ? input.textContent.trim().slice(0, 60) : '(no input)')];
+  if (input && input.checkVisibility()) return ['hide-input cell shows its code: '
+    + input.textContent.trim().slice(0, 60)];
+  return [];
+})
+"""
+
+
 def _png_dpi(data: bytes):
     """The dpi a PNG records in its pHYs chunk (matplotlib writes the figure's), else None."""
     if not data.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -311,9 +348,12 @@ def _image_bytes(src: str, page_url: str):
 
 
 def _readability_problems(p) -> list[str]:
-    """Bare reprs, raw equation labels, text below MIN_TEXT_PX, and figures shrunk so far
-    that their FIGURE_TEXT_PT text renders below MIN_TEXT_PX, on the open page ``p``."""
+    """Bare reprs, raw equation labels, text below MIN_TEXT_PX, figures shrunk so far
+    that their FIGURE_TEXT_PT text renders below MIN_TEXT_PX, code that scrolls sideways,
+    and hide-input cells without their toggle, on the open page ``p``."""
     problems = p.evaluate(_READABILITY_JS, MIN_TEXT_PX)
+    problems += p.evaluate(_WIDE_CODE_JS)
+    problems += p.evaluate(_HIDDEN_INPUT_JS)
     for img in p.evaluate(_SHOWN_IMAGES_JS):
         data = _image_bytes(img["src"], p.url)
         dpi = _png_dpi(data) if data else None
@@ -437,6 +477,9 @@ _FIXTURE = """<!doctype html><html><head><style>body {{ font-size: 16px; width: 
 <body><main>
 <p>Clean prose with an equation reference: see equation (3).</p>
 <div class="cell_input"><pre>glue("x", 1)  # (eq-in-code) is fine in a code source</pre></div>
+<div class="cell tag_hide-input"><details class="hide above-input"><summary>Show code cell source</summary>
+<div class="cell_input"><pre>{long_code}</pre></div></details>
+<div class="cell_output"><div class="output stream"><div class="highlight"><pre>{long_code}</pre></div></div></div></div>
 <div class="cell_output"><div class="output stream"><pre>printed on purpose</pre></div></div>
 <details><summary>Solution</summary><p style="font-size: 5px">collapsed, so not shown</p></details>
 <img id="ok" src="{ok}" style="width: {ok_w}px">
@@ -449,7 +492,14 @@ _DEFECTS = {
     "below 9 px": '<p style="font-size: 5px">explorer caption at 5 px</p>',
     "px high": '<p style="font-size: 14px; transform: scale(0.3); transform-origin: left top">shrunk by a transform</p>',
     "figure shown at": '<img src="{wide}" style="width: 600px">',
+    "code scrolls sideways": '<div class="cell_input"><pre>{long_code}</pre></div>',
+    "hide-input cell shows its code": '<div class="cell tag_hide-input"><details class="hide" open>'
+                                      '<summary>Hide code cell source</summary>'
+                                      '<div class="cell_input"><pre>x = 1</pre></div></details></div>',
 }
+# Wider than the fixture's 1200 px body at 16 px: scrolls in a code cell, not in an output
+# or behind a closed toggle.
+_LONG_CODE = "y = [" + "1, " * 80 + "]"
 
 
 def test_readability_checks_catch_each_defect(browser):
@@ -457,10 +507,11 @@ def test_readability_checks_catch_each_defect(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         p = context.new_page()
-        p.set_content(_FIXTURE.format(ok=ok, ok_w=550, bad=""))
+        p.set_content(_FIXTURE.format(ok=ok, ok_w=550, bad="", long_code=_LONG_CODE))
         assert _readability_problems(p) == [], "the clean fixture must pass"
         for needle, html in _DEFECTS.items():
-            p.set_content(_FIXTURE.format(ok=ok, ok_w=550, bad=html.format(wide=wide)))
+            bad = html.format(wide=wide, long_code=_LONG_CODE)
+            p.set_content(_FIXTURE.format(ok=ok, ok_w=550, bad=bad, long_code=_LONG_CODE))
             found = _readability_problems(p)
             assert len(found) == 1 and needle in found[0], f"{needle!r} not caught alone: {found}"
     finally:
