@@ -538,7 +538,7 @@ def main(argv=None) -> int:
             for exp in exps:
                 for index, run in enumerate(exp.runs(P.name)):
                     if index % n == i:
-                        print(f"{exp.name}  {index:4d}  {run.label}  seed {run.seed}")
+                        print((f"{exp.name}  " if len(exps) > 1 else "") + f"{index:4d}  {run.label}  seed {run.seed}")
             return 0
         deadline = step_seconds = None
         if args.budget_minutes is not None:
