@@ -1,6 +1,6 @@
 # tfx-book: build the book and run every test.
 #   make book           build _build/html, executing notebooks through the cache
-#   make test           unit tests + nbval on every notebook (TFX_PROFILE=quick) + browser test
+#   make test           unit tests + nbval on every notebook (TFX_PROFILE=quick) + browser test + colab-check
 #   make book-rendered  build _build/html from the committed outputs (no execution)
 #   make browser-deps   install Debian's chromium for the browser test (root)
 #   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
@@ -81,6 +81,8 @@ test: book-rendered browser-deps-if-possible
 	@echo "==> pytest (TFX_PROFILE=$$TFX_PROFILE)"
 	@rc=0; $(BIN)/python -m pytest || rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+	@echo "==> colab-check: every notebook from the built wheel, in a clean venv, from an empty folder"
+	$(BIN)/python scripts/colab_check.py
 
 browser-deps:
 	@if [ -x $(CHROMIUM) ]; then echo "$(CHROMIUM) present"; else \

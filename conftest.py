@@ -9,25 +9,9 @@ metadata) against the names the markdown uses.
 """
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-
 import pytest
 
-GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
-GLUE_DIRECTIVE = re.compile(r"^(?:```|:::)\{glue(?::\w+)?\}\s+(\S+)", re.M)
-
-
-def used_glue_names(notebook: Path) -> set:
-    """The glue names a notebook's markdown cells use."""
-    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
-    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    return set(GLUE_ROLE.findall(text)) | set(GLUE_DIRECTIVE.findall(text))
-
-
-def glued_names(outputs) -> set:
-    return {(o.get("metadata") or {}).get("scrapbook", {}).get("name") for o in outputs or ()} - {None}
+from tfx.book.notebook import missing_glue
 
 
 class GluedNames(pytest.Item):
@@ -41,8 +25,7 @@ class GluedNames(pytest.Item):
         ran = [c for c in self.cells if getattr(c, "test_outputs", None) is not None]
         if len(ran) < len(self.cells):
             pytest.skip("not every cell ran")
-        glued = set().union(*(glued_names(c.test_outputs) for c in ran))
-        missing = sorted(used_glue_names(self.path) - glued)
+        missing = missing_glue(self.path, [o for c in ran for o in c.test_outputs])
         assert not missing, (f"{self.path.name}: the prose uses glue names no cell glued in this profile: "
                              f"{', '.join(missing)}")
 

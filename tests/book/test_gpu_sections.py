@@ -10,7 +10,6 @@ real records land the chapters build with ``-W``.
 """
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -18,12 +17,10 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tfx.book.notebook import missing_glue
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
-_spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")  # the glue-name helpers
-_root_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_root_conftest)
-glued_names, used_glue_names = _root_conftest.glued_names, _root_conftest.used_glue_names
 
 GPU_CHAPTERS = {"11-warmup-adam.ipynb": ("warmup", "warmup-fixes"),
                 "12-depth-with-warmup.ipynb": ("depth", "stability-map", "quality")}
@@ -54,5 +51,5 @@ def test_gpu_cells_draw_fixture_records_in_the_full_profile(chapter, tmp_path, m
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/markdown", "")) for o in outputs)
     assert "Not yet run on a GPU" not in text
     assert "FIXTURES" in text  # fixture records are labelled, never passed off as results
-    missing = used_glue_names(path) - glued_names(outputs)
-    assert not missing, f"{chapter} in the full profile glues none of: {sorted(missing)}"
+    missing = missing_glue(path, outputs)
+    assert not missing, f"{chapter} in the full profile glues none of: {missing}"

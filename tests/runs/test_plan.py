@@ -49,3 +49,12 @@ def test_fixture_runs_are_tiny_and_labelled(tmp_path):
     assert all(r.history.steps_done == sweep.FIXTURE_TRAIN["steps"] for r in recs)
     assert results.provenance(recs).startswith("FIXTURES")
     assert not results.provenance(results.load("warmup-fixes", "book")).startswith("FIXTURES")
+
+
+def test_the_budget_also_holds_with_several_jobs(tmp_path, capsys):
+    exp = Experiment.load("warmup-fixes")
+    todo = sweep.plan(exp, "quick", tmp_path)["todo"]
+    slow = {sweep._size_key(j): 3600.0 for j in todo}
+    got = sweep.run_experiment(exp, "quick", tmp_path, jobs=2, progress=False, deadline=time.monotonic() + 60,
+                               step_seconds=slow)
+    assert got == [] and "2 run(s) of warmup-fixes would not finish in time" in capsys.readouterr().err

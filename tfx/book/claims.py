@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .notebook import glued_names
+
 ROOT = Path(__file__).resolve().parents[1]
 ID = re.compile(r"\b([A-Z]{2})-(\d+)\b")
 _TEST = re.compile(r"^def (test_([A-Z]{2})_(\d+)_\w*)\(", re.M)
@@ -198,8 +200,7 @@ def ids_in_chapters(root: Path = ROOT, kinds=("markdown",)) -> dict:
 def glued_keys(nb_path: Path) -> set:
     """Names the notebook's saved outputs glue (myst-nb stores them as metadata.scrapbook.name)."""
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
-    return {o.get("metadata", {}).get("scrapbook", {}).get("name")
-            for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])} - {None}
+    return glued_names(o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", []))
 
 
 def template_keys(template: str) -> list:

@@ -9,6 +9,10 @@ Jupyter Book (Colab, a plain kernel) it simply shows nothing.
 """
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import torch
 
 from ..runs.profiles import get_profile
@@ -38,3 +42,24 @@ def glue(name: str, value, display: bool = False):
         value = value.item()  # numpy/torch scalars: a plain number formats as {glue:text}`x:.2f`
     _glue(name, value, display=display)
     return value
+
+
+GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`:]+)")
+GLUE_DIRECTIVE = re.compile(r"^(?:```|:::)\{glue(?::\w+)?\}\s+(\S+)", re.M)
+
+
+def glued_names(outputs) -> set:
+    """The names a list of cell outputs glued (myst-nb marks each with ``metadata.scrapbook.name``)."""
+    return {(o.get("metadata") or {}).get("scrapbook", {}).get("name") for o in outputs or ()} - {None}
+
+
+def used_glue_names(nb_path) -> set:
+    """The glue names a notebook's prose uses (``{glue:text}`name``` roles, ``{glue:figure}`` directives)."""
+    cells = json.loads(Path(nb_path).read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return set(GLUE_ROLE.findall(text)) | set(GLUE_DIRECTIVE.findall(text))
+
+
+def missing_glue(nb_path, outputs) -> list:
+    """The glue names the prose of ``nb_path`` uses that ``outputs`` (one run's) did not glue."""
+    return sorted(used_glue_names(nb_path) - glued_names(outputs))

@@ -4,7 +4,7 @@
   book   the default on a CPU; what the built HTML shows (whole book ≤ 30 min on 2 cores)
   full   the default when CUDA is present (Colab, a workstation): paper-like sizes, real data
 
-``TFX_PROFILE=quick|book|full`` overrides the choice. Sizes follow ../shared/pilot.md.
+``TFX_PROFILE=quick|book|full`` overrides the choice.
 
 The ``full`` profile trains on IWSLT'14 De-En from the Hugging Face hub. Where that
 cannot be loaded (no network, no ``tfx-book[full]`` extras) it says so in a warning and

@@ -277,11 +277,7 @@ def measure_step_seconds(job, steps: int = 4) -> float:
     """Seconds per training step of ``job``'s model size on this device, from a short
     warm-up: a 2-step run and a (2 + ``steps``)-step run; their difference is ``steps``
     steady steps (the first steps, compilation and the final evaluation cancel)."""
-    from .profiles import load_task_or_fallback
-
-    if job["task"] not in _TASKS:
-        _TASKS[job["task"]] = load_task_or_fallback(job["task"], length=job["seq_len"])
-    task, run = _TASKS[job["task"]], job["run"]
+    task, run = _task(job), job["run"]
     cfg = ModelConfig.for_task(task, **run.model)
     times = []
     for n in (2, 2 + steps):
@@ -300,15 +296,20 @@ def estimate_seconds(job, step_seconds: dict) -> float:
     return 1.1 * job["run"].train.steps * step_seconds[_size_key(job)]
 
 
-def _work(job: dict) -> tuple[dict, bool]:
-    """Train one run (in this process or a worker); returns (record dict, resumed?)."""
-    import torch
-
+def _task(job: dict):
+    """The task of ``job``, loaded once per process."""
     from .profiles import load_task_or_fallback
 
     if job["task"] not in _TASKS:
         _TASKS[job["task"]] = load_task_or_fallback(job["task"], length=job["seq_len"])
-    task, run = _TASKS[job["task"]], job["run"]
+    return _TASKS[job["task"]]
+
+
+def _work(job: dict) -> tuple[dict, bool]:
+    """Train one run (in this process or a worker); returns (record dict, resumed?)."""
+    import torch
+
+    task, run = _task(job), job["run"]
     resumed = os.path.exists(job["checkpoint"])
     set_aside = None
     threads = torch.get_num_threads()

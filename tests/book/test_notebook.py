@@ -1,0 +1,17 @@
+"""tfx.book.notebook's glue readers: what the prose uses against what a run glued."""
+import json
+
+from tfx.book.notebook import glued_names, missing_glue, used_glue_names
+
+
+def test_missing_glue_names_what_the_prose_uses_and_no_cell_glued(tmp_path):
+    nb = tmp_path / "ch.ipynb"
+    nb.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": ["Loss {glue:text}`a:.2f` and {glue:}`b`.\n",
+                                             "```{glue:figure} fig-c\n", "```\n"]},
+        {"cell_type": "code", "source": ["glue('a', 1)"], "outputs": []}]}))
+    assert used_glue_names(nb) == {"a", "b", "fig-c"}
+    outputs = [{"metadata": {"scrapbook": {"name": "a"}}}, {"metadata": {}}, {"output_type": "stream"}]
+    assert glued_names(outputs) == {"a"}
+    assert missing_glue(nb, outputs) == ["b", "fig-c"]
+    assert missing_glue(nb, outputs + [{"metadata": {"scrapbook": {"name": n}}} for n in ("b", "fig-c")]) == []
