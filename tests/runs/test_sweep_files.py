@@ -214,6 +214,9 @@ def test_bad_experiment_files_name_the_field(tmp_path, text, match):
 def test_cli_lists_runs_and_reports_bad_files(tmp_path, capsys):
     assert sweep.main([str(_write(tmp_path)), "--profile", "quick", "--list", "--shard", "1/2"]) == 0
     assert capsys.readouterr().out.split() == ["1", "b", "seed", "0"]
+    assert sweep.main(["experiments/warmup-fixes", "experiments/warmup", "--profile", "quick", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()  # several experiments: each line names its own
+    assert listed[0].split()[:2] == ["warmup-fixes", "0"] and listed[-1].split()[0] == "warmup"
     assert sweep.main([str(tmp_path / "missing"), "--profile", "quick"]) == 1
     assert "no experiment file" in capsys.readouterr().err
 
