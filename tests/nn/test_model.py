@@ -110,7 +110,7 @@ def test_greedy_decodes_a_learned_copy():
     task = tfx.synthetic("copy", vocab=6, length=4)
     model = build_model(ModelConfig.for_task(task, d_model=32, n_heads=4, d_ffn=64, placement="pre"))
     h = tfx.train(model, task, steps=150, lr=3e-3, batch_size=32)
-    assert h.status == "ok"
+    assert h.status == "learned"
     b = task.batch(0, 8, "valid")
     out = model.eval().greedy(b.src, max_len=5)
     assert out.shape[1] <= 5

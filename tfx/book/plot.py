@@ -18,7 +18,7 @@ COLORS = {
     "deepnorm": "#ff7f0e", "none": "#7f7f7f", "t-fixup": "#8c564b", "lipschitz": "#e377c2",
     "adam": "#1f77b4", "sgd": "#d62728",
 }
-STATUS_MARKERS = {"diverged": "x", "stuck": "v"}
+STATUS_MARKERS = {"diverged": "x", "did not learn": "v"}
 
 STYLE = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 110, "savefig.dpi": 110,

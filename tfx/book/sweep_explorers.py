@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..runs import results
+from ..runs import outcome, results
 from .explorer import Explorer, Panel
 
 # One colour per seed (ColorBrewer Dark2): seeds are runs of one setting, not schemes.
@@ -68,27 +68,21 @@ def seed_curve(rec, curve: str, max_points: int = MAX_POINTS):
     return xs, ys
 
 
-def seed_status(rec, learned_below: float | None = None) -> str:
-    """One seed's outcome in words: 'diverged at step s', 'stuck, final loss x', or (a run
-    that neither diverged nor got stuck) 'ok, final loss x'; with ``learned_below`` (a loss),
-    'learned' / 'did not learn' instead of 'ok', by its final training loss."""
-    h = rec.history
-    if rec.status == "diverged":
-        return f"diverged at step {h.diverged_step or '?'}"
-    final = rec.final_loss
-    if rec.status == "stuck":
-        return f"stuck, final loss {final:.2f}"
-    if learned_below is not None:
-        return f"{'learned' if final < learned_below else 'did not learn'}, final loss {final:.2f}"
-    return f"{rec.status}, final loss {final:.2f}"
+def seed_status(rec) -> str:
+    """One seed's outcome in words, by the book's one rule (:mod:`tfx.runs.outcome`):
+    'diverged at step s', or 'learned' / 'did not learn' with its held-out loss."""
+    out = outcome.judge(rec)
+    if out.verdict == "diverged":
+        return f"diverged at step {rec.history.diverged_step or '?'}"
+    return f"{out.verdict}, held-out loss {out.loss:.2f}"
 
 
-def _seed_note(recs, curve: str, learned_below) -> str:
+def _seed_note(recs, curve: str) -> str:
     """One line per seed under a panel's title (every panel of a state has as many lines)."""
     lines = []
     for r in recs:
         if curve == "loss":
-            what = seed_status(r, learned_below)
+            what = seed_status(r)
         else:
             xs, ys = seed_curve(r, curve)
             ok = np.isfinite(ys)
@@ -108,28 +102,30 @@ def _stamp(records, profile: str) -> str:
 
 
 def _failures(recs, axis: str) -> str:
-    """'stuck or diverged: k of n runs', then per variant of ``axis`` with a failed run,
-    e.g. 'lr=0.01: 2 stuck' ('every run ok' when none failed)."""
+    """'did not learn or diverged: k of n runs', then per variant of ``axis`` with such a
+    run, e.g. 'lr=0.01: 2 diverged' ('every run learned' when none failed)."""
     failed: dict = {}
     for r in recs:
-        if r.status != "ok":
-            failed.setdefault(r.point.get(axis), []).append(r.status)
+        verdict = outcome.judge(r).verdict
+        if verdict != "learned":
+            failed.setdefault(r.point.get(axis), []).append(verdict)
     per_variant = [f"{v}: " + ", ".join(f"{st.count(s)} {s}" for s in dict.fromkeys(st)) for v, st in failed.items()]
     count = sum(map(len, failed.values()))
-    return "\n".join([f"stuck or diverged: {count} of {len(recs)} runs", *(per_variant or ["every run ok"])])
+    return "\n".join([f"did not learn or diverged: {count} of {len(recs)} runs",
+                      *(per_variant or ["every run learned"])])
 
 
-def cell_panels(recs, curves, learned_below_fraction: float | None = None, where: str = "") -> list[Panel]:
+def cell_panels(recs, curves, where: str = "") -> list[Panel]:
     """The panels of one grid cell: for each of ``curves`` (names in ``CURVES``), every
-    seed's recorded curve; the loss panels mark the chance loss, and the training-loss
-    panel the line a run must end under to count as learned
-    (``learned_below_fraction`` × chance), when given. ``where`` names the cell in the
+    seed's recorded curve; the loss panels mark the chance loss (and the task's floor where
+    it is above 0), and the validation-loss panel the level a run must end at or below to
+    have learned (:func:`tfx.runs.outcome.learned_level`). ``where`` names the cell in the
     note of a cell with no records."""
     if not recs:
         return [Panel(title=CURVES[c][0], x="step", y=CURVES[c][3], ylog=CURVES[c][4],
                       note=f"not recorded yet: {where}" if k == 0 else "") for k, c in enumerate(curves)]
-    chance = recs[0].history.chance_loss
-    learned_below = chance * learned_below_fraction if learned_below_fraction and math.isfinite(chance) else None
+    chance, floor = recs[0].history.chance_loss, recs[0].history.floor_loss
+    learned_at = outcome.learned_level(chance, floor) if math.isfinite(chance) else None
     last = max(r.train_config.steps for r in recs)
     panels = []
     for curve in curves:
@@ -139,17 +135,18 @@ def cell_panels(recs, curves, learned_below_fraction: float | None = None, where
         styles = {}
         if curve in ("loss", "eval_loss") and math.isfinite(chance):
             lines["chance"], styles["chance"], colors["chance"] = ([1, last], [chance] * 2), "dashed", REFERENCE_COLOR
-        if curve == "loss" and learned_below is not None:
-            label = f"{learned_below_fraction:g} × chance (learned below)"
-            lines[label], styles[label], colors[label] = ([1, last], [learned_below] * 2), "faint", REFERENCE_COLOR
+            if floor > 0:
+                lines["floor"], styles["floor"], colors["floor"] = ([1, last], [floor] * 2), "dashed", REFERENCE_COLOR
+        if curve == "eval_loss" and learned_at is not None:
+            label = "learned at or below"
+            lines[label], styles[label], colors[label] = ([1, last], [learned_at] * 2), "faint", REFERENCE_COLOR
         panels.append(Panel(title=title, x="step", y=ylabel, lines=lines, styles=styles, colors=colors, ylog=ylog,
-                            note=_seed_note(recs, curve, learned_below)))
+                            note=_seed_note(recs, curve)))
     return panels
 
 
 def grid_explorer(records, axes: dict, curves=("loss", "eval_loss"), *, default: dict | None = None,
-                  labels: dict | None = None, title: str = "", profile: str = "",
-                  learned_below_fraction: float | None = None) -> Explorer:
+                  labels: dict | None = None, title: str = "", profile: str = "") -> Explorer:
     """An explorer over the cells of a recorded sweep: one control per axis of ``axes``
     (``{axis: [variant names]}``, e.g. from ``grid_axes``), the panels of ``cell_panels``
     for the chosen cell. ``records``: the sweep's Records (``results.load_or_run``);
@@ -164,7 +161,7 @@ def grid_explorer(records, axes: dict, curves=("loss", "eval_loss"), *, default:
     def compute(**cell):
         recs = results.select(records, **cell)
         where = ", ".join(f"{labels.get(a, a) if labels else a} = {v}" for a, v in cell.items())
-        return cell_panels(recs, curves, learned_below_fraction, where=f"{where} ({profile} profile)")
+        return cell_panels(recs, curves, where=f"{where} ({profile} profile)")
 
     return Explorer(axes, compute, default=default, labels=labels, title=title, P=_stamp(records, profile))
 
@@ -184,16 +181,14 @@ def warmup_explorer(records, experiment, profile: str, default: dict | None = No
                          title="Post-LN: optimiser × warmup, every seed")
 
 
-def depth_explorer(records, experiment, profile: str, default: dict | None = None,
-                   learned_below_fraction: float = 0.5) -> Explorer:
+def depth_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
     """Chapter 12 (AD-3, GV-2): each architecture of ``experiment``
     (``experiments/depth.toml``, every variant it declares) × each depth, all with warmup.
-    Panels, every seed: the training loss (chance dashed, the learned line faint, each
-    seed's status above it: learned when its final loss ends below
-    ``learned_below_fraction`` × chance) and the validation loss at each evaluation."""
+    Panels, every seed: the training loss (chance dashed, each seed's outcome above it) and
+    the validation loss at each evaluation (the level a run must end at to have learned faint)."""
     axes = grid_axes(experiment, profile, ("architecture", "depth"))
     return grid_explorer(records, axes, ("loss", "eval_loss"), default=default,
-                         labels={"depth": "depth"}, profile=profile, learned_below_fraction=learned_below_fraction,
+                         labels={"depth": "depth"}, profile=profile,
                          title="Architecture × depth, with warmup: every seed")
 
 

@@ -14,6 +14,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..runs import outcome
 from .explorer import Explorer, Panel
 
 __all__ = ["Explorer", "Panel", "init_diagnostics_explorer", "why_hard_explorer", "training_explorer", "layernorm_jacobian_explorer",
@@ -105,8 +106,9 @@ def _loss_lines(hist, label):
 
 
 def _status_note(rec) -> str:
-    h = rec.history
-    return f"{h.status}: final loss {h.final_loss():.2f} nats/token (chance {h.chance_loss:.2f})"
+    out = outcome.judge(rec)
+    held_out = "" if out.verdict == "diverged" else f", held-out loss {out.loss:.2f}"
+    return f"{out.verdict}{held_out} nats/token (chance {out.chance:.2f})"
 
 
 def _refused(e: ValueError, n_panels: int) -> list:

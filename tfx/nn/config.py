@@ -289,6 +289,7 @@ _TRAIN_RULES = {
     "clip": _rule(_check_positive, optional=True),
     "label_smoothing": _rule(_check_prob),
     "seed": _rule(_check_int, 0, high=SEED_LIMIT),
+    "data_seed": _rule(_check_int, 0, high=SEED_LIMIT, optional=True),
     "device": _rule(_check_device, optional=True),
     "amp": _rule(_check_bool, optional=True),
     "eval_every": _rule(_check_int, 0),
@@ -297,14 +298,12 @@ _TRAIN_RULES = {
     "checkpoint_every": _rule(_check_int, 0),
     "checkpoint_path": _rule(_check_path, optional=True),
     "diverge_loss": _rule(_check_positive, optional=True),
-    "stuck_fraction": _rule(_check_number, low=0, high=1, low_open=True),
     "progress": _rule(_check_bool),
     "record_updates": _rule(_check_bool),
     "compile": _rule(_check_bool),
     "amp_dtype": _rule(_check_choice, AMP_DTYPES, optional=True),
     "max_tokens": _rule(_check_int, 1, optional=True),
     "bleu_sentences": _rule(_check_int, 0),
-    "min_bleu": _rule(_check_number, low=0, high=100),
     "diagnose": _rule(_check_bool),
     "watch_every": _rule(_check_int, 0),
 }
@@ -332,7 +331,8 @@ class TrainConfig(_Replaceable):
     warmup: int = 0
     clip: float | None = None  # max global gradient norm
     label_smoothing: float = 0.0
-    seed: int = 0
+    seed: int = 0  # initial weights, dropout, and (unless data_seed is set) the order of the data
+    data_seed: int | None = None  # the training batches' stream (tfx.runs.train.data_step); None: seed
     device: str | None = None  # None: cuda when present, else cpu
     amp: bool | None = None  # None: on for cuda
     eval_every: int = 0  # 0: only at the end
@@ -340,8 +340,7 @@ class TrainConfig(_Replaceable):
     log_every: int = 1
     checkpoint_every: int = 0
     checkpoint_path: str | None = None
-    diverge_loss: float | None = None  # None: 3 × ln(vocab)
-    stuck_fraction: float = 0.95  # final loss ≥ this × chance loss → 'stuck'
+    diverge_loss: float | None = None  # None: 3 × ln(vocab); a loss 3× the starting loss also diverges
     progress: bool = False
     record_updates: bool = True  # record ‖Δθ‖ at each logged step (from the optimiser's state, no copy)
     # --- speed, precision, batching (tfx.train)
@@ -350,7 +349,6 @@ class TrainConfig(_Replaceable):
     max_tokens: int | None = None  # batch by token count (length-bucketed) instead of batch_size sentences
     # --- honest status and diagnosis
     bleu_sentences: int = 100  # translation: BLEU on the first N validation sentences at each evaluation
-    min_bleu: float = 1.0  # translation: a run whose last BLEU is below this learned nothing of its source
     diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
     watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
 

@@ -31,17 +31,26 @@ class SyntheticTask:
     ``N_SPECIAL … N_SPECIAL+vocab-1``) followed by EOS; the target is BOS, the
     transformed sequence, EOS. Every sequence has the same length, so there is
     no padding: the tasks isolate optimisation from data handling.
+
+    ``noise`` = p > 0 corrupts the target: each symbol is, with probability p, replaced by
+    one drawn uniformly from the ``vocab`` symbols (maybe itself), in every split. No model
+    can then predict better than the true distribution, so the loss has a floor above zero
+    (:attr:`floor_loss`) and the loss above it measures quality: two models that both learn
+    the task can still end at different distances from the floor.
     """
 
-    def __init__(self, kind: str = "reverse", vocab: int = 32, length: int = 12, seed: int = 0):
+    def __init__(self, kind: str = "reverse", vocab: int = 32, length: int = 12, seed: int = 0,
+                 noise: float = 0.0):
         if kind not in SYNTHETIC_TASKS:
             raise ValueError(f"kind={kind!r} is not a synthetic task; allowed: {', '.join(SYNTHETIC_TASKS)}")
+        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < 1:
+            raise ValueError(f"noise={noise!r} must be a probability in [0, 1)")
         if not isinstance(vocab, int) or vocab < 2:
             raise ValueError(f"vocab={vocab!r} must be an integer ≥ 2")
         if not isinstance(length, int) or length < 1:
             raise ValueError(f"length={length!r} must be an integer ≥ 1")
-        self.kind, self.vocab, self.length, self.seed = kind, vocab, length, seed
-        self.name = f"{kind}-v{vocab}-l{length}"
+        self.kind, self.vocab, self.length, self.seed, self.noise = kind, vocab, length, seed, float(noise)
+        self.name = f"{kind}-v{vocab}-l{length}" + (f"-noise{noise:g}" if noise else "")
         self.src_vocab = self.tgt_vocab = N_SPECIAL + vocab
         self.max_len = length + 2
 
@@ -52,6 +61,18 @@ class SyntheticTask:
         (length / (length + 1)) · ln(vocab) nats per target token. A model whose loss
         stays there has learned nothing about its input."""
         return self.length / (self.length + 1) * math.log(self.vocab)
+
+    @property
+    def floor_loss(self) -> float:
+        """The best loss any model can reach: the entropy of the noisy target given the
+        source. A symbol is right with q = 1 − p + p/V and each of the V − 1 others has
+        r = p/V, so H = −q ln q − (V − 1) r ln r per symbol; EOS is certain. Per target
+        token: (length / (length + 1)) · H (0 without noise)."""
+        p, V = self.noise, self.vocab
+        if not p:
+            return 0.0
+        q, r = 1 - p + p / V, p / V
+        return self.length / (self.length + 1) * (-q * math.log(q) - (V - 1) * r * math.log(r))
 
     def transform(self, x: torch.Tensor) -> torch.Tensor:
         if self.kind == "copy":
@@ -71,9 +92,13 @@ class SyntheticTask:
             batch_size = max(1, max_tokens // (self.length + 2))
         g = torch.Generator().manual_seed(_mix(self.seed, step, split))
         x = torch.randint(N_SPECIAL, N_SPECIAL + self.vocab, (batch_size, self.length), generator=g)
+        y = self.transform(x)
+        if self.noise:
+            flip = torch.rand(y.shape, generator=g) < self.noise
+            y = torch.where(flip, torch.randint_like(y, N_SPECIAL, N_SPECIAL + self.vocab, generator=g), y)
         eos = torch.full((batch_size, 1), EOS)
         bos = torch.full((batch_size, 1), BOS)
-        return Batch(src=torch.cat([x, eos], 1), tgt=torch.cat([bos, self.transform(x), eos], 1))
+        return Batch(src=torch.cat([x, eos], 1), tgt=torch.cat([bos, y, eos], 1))
 
     def eval_batches(self, batch_size: int, split: str = "valid", max_batches: int | None = None) -> list[Batch]:
         return [self.batch(i, batch_size, split) for i in range(max_batches or 4)]
@@ -88,22 +113,30 @@ class SyntheticTask:
         return " ".join(out)
 
     def __repr__(self) -> str:
-        return f"SyntheticTask(kind={self.kind!r}, vocab={self.vocab}, length={self.length}, seed={self.seed})"
+        noise = f", noise={self.noise:g}" if self.noise else ""
+        return f"SyntheticTask(kind={self.kind!r}, vocab={self.vocab}, length={self.length}, seed={self.seed}{noise})"
 
 
-def synthetic(kind: str = "reverse", vocab: int = 32, length: int = 12, seed: int = 0) -> SyntheticTask:
-    """A synthetic seq2seq task: ``copy``, ``reverse`` or ``sort``."""
-    return SyntheticTask(kind, vocab, length, seed)
+def synthetic(kind: str = "reverse", vocab: int = 32, length: int = 12, seed: int = 0,
+              noise: float = 0.0) -> SyntheticTask:
+    """A synthetic seq2seq task: ``copy``, ``reverse`` or ``sort``; ``noise``: the share of
+    target symbols replaced at random (a loss floor above zero)."""
+    return SyntheticTask(kind, vocab, length, seed, noise)
 
 
-TASKS = SYNTHETIC_TASKS + ("libreoffice-de-en", "iwslt14")
+NOISY_TASKS = {"reverse-noisy": ("reverse", 0.2)}  # name: (kind, noise)
+TASKS = SYNTHETIC_TASKS + tuple(NOISY_TASKS) + ("libreoffice-de-en", "iwslt14")
 
 
 def load_task(name: str, seed: int = 0, length: int = 12):
-    """A task by name: a synthetic one (``length`` symbols), the shipped LibreOffice
-    corpus, or IWSLT'14 De-En (downloads from the Hugging Face hub; full profile)."""
+    """A task by name: a synthetic one (``length`` symbols), ``reverse-noisy`` (reverse with
+    20 % of target symbols replaced at random: a loss floor above zero), the shipped
+    LibreOffice corpus, or IWSLT'14 De-En (downloads from the Hugging Face hub; full profile)."""
     if name in SYNTHETIC_TASKS:
         return synthetic(name, length=length, seed=seed)
+    if name in NOISY_TASKS:
+        kind, noise = NOISY_TASKS[name]
+        return synthetic(kind, length=length, seed=seed, noise=noise)
     if name == "libreoffice-de-en":
         from .corpus import load_corpus
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..nn.config import ModelConfig, TrainConfig
 from . import shipped
+from .outcome import Outcome, judge, rejudge
 from .train import History
 
 try:
@@ -78,7 +79,14 @@ class Record:
         d["config"] = ModelConfig(**_known(ModelConfig, d["config"]))
         d["train_config"] = TrainConfig(**_known(TrainConfig, d["train_config"]))
         d["history"] = History(**_known(History, d["history"]))
+        rejudge(d["history"])  # one outcome rule, whatever rule was current when it ran
+        d["status"], d["reason"] = d["history"].status, d["history"].reason
         return cls(**_known(cls, d))
+
+    @property
+    def outcome(self) -> Outcome:
+        """How the run ended, by the book's one rule (:func:`tfx.runs.outcome.judge`)."""
+        return judge(self.history)
 
     def __getitem__(self, key):  # records also read like dicts: rec["status"]
         return getattr(self, key)
@@ -194,16 +202,16 @@ def final_eval_loss(r: Record) -> float:
 def _cell(r: Record, fmt: str, value) -> str:
     if r.status == "diverged":
         return f"diverged (step {r.history.diverged_step or '?'})"
-    return fmt.format(value(r)) + (" (stuck)" if r.status == "stuck" else "")
+    return fmt.format(value(r)) + (" (did not learn)" if r.status == "did not learn" else "")
 
 
 def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str:
     """A Markdown table of one number per run: one row per variant of axis ``rows``, one
     column per variant of axis ``cols`` (in the order the records first show them); each cell
-    lists every seed's value, 'diverged (step s)' for a diverged run, '(stuck)' after a stuck one.
-    ``value(record)``: the number shown (default: the final training loss; e.g.
-    :func:`final_eval_loss`)."""
-    value = value or (lambda r: r.final_loss)
+    lists every seed's value, 'diverged (step s)' for a diverged run, '(did not learn)' after
+    one that did not learn (:mod:`tfx.runs.outcome`). ``value(record)``: the number shown
+    (default: the held-out loss at the end, :func:`final_eval_loss`)."""
+    value = value or final_eval_loss
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     row_names, col_names = order(rows), order(cols)
     lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]

@@ -5,7 +5,7 @@ In process (a chapter's small grid):
     configs = {"Post-LN": ModelConfig.for_task(task, placement="post"),
                "Pre-LN": ModelConfig.for_task(task, placement="pre")}
     records = run_grid(configs, task, TrainConfig(steps=200, lr=1e-3), seeds=2)
-    by_label(records)["Pre-LN"][0].history.status      # 'ok', 'stuck' or 'diverged'
+    by_label(records)["Pre-LN"][0].outcome             # learned / did not learn / diverged
 
 From an experiment file (``experiments/NAME.toml``, see :mod:`tfx.runs.experiment`), each
 finished run appended to ``results/NAME.PROFILE.jsonl`` (see :mod:`tfx.runs.results`):
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..nn.config import ModelConfig, TrainConfig
 from ..nn.model import build_model
-from . import results
+from . import outcome, results
 from .results import Record
 from .train import CheckpointError, History, train
 
@@ -185,18 +185,15 @@ def histories(records, seed: int | None = None) -> dict:
 
 
 def summary(records) -> dict:
-    """Per label: ``{'statuses': [...], 'final_losses': [...], 'mean_final_loss',
-    'n_ok', 'n', 'wall_time'}`` (mean over the runs that did not diverge; nan if none)."""
+    """Per label, :func:`tfx.runs.outcome.summarize` of its runs (``verdicts``, held-out
+    ``losses``, ``counts`` per outcome, ``n``, ``median`` / ``low`` / ``high`` held-out loss,
+    ``median_excess``) with ``describe`` (one line of it), ``final_losses`` (training) and
+    ``wall_time``."""
     out = {}
     for label, recs in by_label(records).items():
-        finals = [r.final_loss for r in recs]
-        usable = [f for r, f in zip(recs, finals) if r.status != "diverged" and math.isfinite(f)]
-        out[label] = {
-            "statuses": [r.status for r in recs],
-            "final_losses": finals,
-            "mean_final_loss": sum(usable) / len(usable) if usable else float("nan"),
-            "n_ok": sum(r.status == "ok" for r in recs),
-            "n": len(recs),
+        out[label] = outcome.summarize(recs) | {
+            "describe": outcome.describe(recs),
+            "final_losses": [r.final_loss for r in recs],
             "wall_time": sum(r.wall_time for r in recs),
         }
     return out

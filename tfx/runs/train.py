@@ -1,8 +1,8 @@
 """The training loop: optimisers, learning-rate schedules, divergence detection, checkpoints.
 
     hist = train(model, task, TrainConfig(steps=200, lr=1e-3, warmup=0))
-    hist.status      # 'ok', 'diverged' (non-finite or exploding loss) or 'stuck' (learned nothing
-                     # about its input: ended near chance, or, on held-out data, no better than it)
+    hist.status      # 'learned', 'did not learn' or 'diverged': the book's one outcome rule
+                     # (tfx.runs.outcome), from the held-out loss against chance and floor
     hist.diagnosis   # for a diverged run: the first sub-layer that went out of range (tfx.runs.diagnose)
 
 Nothing raises when a run goes wrong: the history so far comes back with its status.
@@ -27,8 +27,14 @@ import torch
 from ..nn.config import TrainConfig
 from ..nn.optim import lr_at, make_optimizer, pick_device
 from .diagnose import Watch, first_offender, largest
+from .outcome import OUTCOMES, judge
 
-STATUSES = ("ok", "diverged", "stuck")
+STATUSES = OUTCOMES
+DIVERGE_OVER_START = 3.0  # a loss this many times the starting loss (or 3·ln V, if larger) is a divergence
+# Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1). A prime, not a power
+# of two: torch's CPU generator keeps only the low 32 bits of a seed, so 2**32 would give every
+# data seed the same stream. Runs are far shorter than a million steps, so streams never meet.
+DATA_STREAM = 1_000_003
 
 
 class UpdateNorm:
@@ -118,6 +124,8 @@ class History:
     eval_loss: list = field(default_factory=list)
     eval_acc: list = field(default_factory=list)
     chance_loss: float = float("nan")
+    floor_loss: float = 0.0  # the best loss any model can reach on the task (0 where unknown)
+    start_loss: float = float("nan")  # the loss at step 1, measured before the first update
     tokens: int = 0
     wall_time: float = 0.0
     device: str = ""
@@ -161,39 +169,14 @@ class History:
                 f"final_loss={self.final_loss():.4g}, chance_loss={self.chance_loss:.4g}, device={self.device!r})")
 
 
-def decide_status(hist: History, cfg: TrainConfig) -> tuple[str, str]:
-    """'ok' or 'stuck' for a run that did not diverge, from held-out evidence where there is some.
-
-    A run is 'stuck' (it learned nothing about its input) when
-      * its final training loss is ≥ ``stuck_fraction`` × chance (it never left the best
-        prediction that ignores the input), or
-      * its best validation loss is ≥ ``stuck_fraction`` × chance, or its last one is ≥ chance
-        (held out, it predicts no better than that prediction), or
-      * (translation) its last BLEU is below ``min_bleu``.
-    The last two matter for translation, whose chance loss is the unigram entropy: a
-    target-side language model beats it without reading the source, so a training loss
-    below chance proves nothing about the source.
-    """
-    chance, f = hist.chance_loss, cfg.stuck_fraction
-    final = hist.final_loss()
-    if not final < f * chance:
-        return "stuck", (f"final loss {final:.4g} ≥ {f} × chance loss {chance:.4g} (the model collapsed to, "
-                         "or never left, the best prediction that ignores its input)")
-    if hist.eval_loss:
-        best, last = min(hist.eval_loss), hist.eval_loss[-1]
-        if not best < f * chance:
-            return "stuck", (f"validation loss never went below {f} × chance loss {chance:.4g} (best {best:.4g}): "
-                             "on held-out data the model does no better than ignoring its input")
-        if not last < chance:
-            at = hist.eval_step[hist.eval_loss.index(best)]
-            return "stuck", (f"validation loss climbed from its best {best:.4g} (step {at}) to {last:.4g}, "
-                             f"above the chance loss {chance:.4g}: on held-out data it now predicts worse than "
-                             "the best guess that ignores its input")
-    if hist.bleu and not hist.bleu[-1] >= cfg.min_bleu:
-        return "stuck", (f"BLEU {hist.bleu[-1]:.2f} < min_bleu {cfg.min_bleu} on the first {cfg.bleu_sentences} "
-                         f"validation sentences: it learned nothing about its source (a training loss of {final:.4g} "
-                         f"below the unigram chance {chance:.4g} is what a target-side language model reaches alone)")
-    return "ok", ""
+def data_step(step: int, cfg: TrainConfig) -> int:
+    """The task's batch index for optimiser step ``step`` = 1, 2, …: the stream of the run's
+    data seed (``cfg.data_seed``, default ``cfg.seed``), so seeds differ in data order as well
+    as in weights, and a resumed run reads the same batches as an uninterrupted one."""
+    if not 1 <= step <= DATA_STREAM:
+        raise ValueError(f"step={step} must be in [1, {DATA_STREAM}] (one data seed's stream)")
+    data_seed = cfg.seed if cfg.data_seed is None else cfg.data_seed
+    return data_seed * DATA_STREAM + step - 1
 
 
 @torch.no_grad()
@@ -265,10 +248,10 @@ class _Run:
 
     def batch(self, step):
         """The data of optimiser step ``step`` = 1, 2, …: a function of the step alone."""
-        cfg = self.cfg
+        cfg, i = self.cfg, data_step(step, self.cfg)
         if cfg.max_tokens:
-            return self.task.batch(step - 1, max_tokens=cfg.max_tokens).to(self.device)
-        return self.task.batch(step - 1, cfg.batch_size).to(self.device)
+            return self.task.batch(i, max_tokens=cfg.max_tokens).to(self.device)
+        return self.task.batch(i, cfg.batch_size).to(self.device)
 
     def forward(self, batch, loss_fn, amp):
         with torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
@@ -397,7 +380,8 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
     model.to(device).train()
     run = _Run(model, task, cfg, device)
     diverge_loss = cfg.diverge_loss or 3 * math.log(model.cfg.tgt_vocab)
-    hist = History(chance_loss=float(task.chance_loss), device=str(device), task=getattr(task, "name", ""),
+    hist = History(chance_loss=float(task.chance_loss), floor_loss=float(getattr(task, "floor_loss", 0.0)),
+                   device=str(device), task=getattr(task, "name", ""),
                    model_config=model.cfg.to_dict(), train_config=json.loads(json.dumps(cfg.to_dict())),
                    amp_dtype=_dtype_name(run.amp))
     torch.manual_seed(cfg.seed)  # dropout; the data depends on the step alone
@@ -453,24 +437,31 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
         bar.close()
     if hist.status != "diverged":
         _eval(hist, model, eval_batches, bleu, device, run.amp, hist.steps_done)
-        hist.status, hist.reason = decide_status(hist, cfg)
+        verdict = judge(hist)
+        hist.status, hist.reason = verdict.verdict, verdict.reason
     hist.wall_time = time.perf_counter() - t0
     return hist
 
 
 def _read_back(hist, pending, diverge_loss, check_grads):
     """Read the pending steps' numbers from the device at once; record the logged ones.
-    Returns (step, reason) for the first step whose loss is not finite or exceeds
-    ``diverge_loss`` (or whose gradient is not finite, unless a gradient scaler skips those)."""
+    Returns (step, reason) for the first step whose loss is not finite, or (after the first
+    update) exceeds the larger of ``diverge_loss`` and DIVERGE_OVER_START × the loss at step 1
+    (or whose gradient is not finite, unless a gradient scaler skips those). Step 1's loss is
+    measured before any update: it is where the run starts, never a divergence."""
     rows = torch.stack([rec for *_, rec in pending]).tolist()
     meta = [(step, lr, logged) for step, lr, logged, _ in pending]
     pending.clear()
     for (step, lr, logged), (loss, acc, grad_norm, upd) in zip(meta, rows):
         why = None
+        if step == 1:
+            hist.start_loss = loss
+        limit = max(diverge_loss, DIVERGE_OVER_START * hist.start_loss)
         if not math.isfinite(loss):
             why = f"step {step}: loss {loss:.4g} is not finite"
-        elif loss > diverge_loss:
-            why = f"step {step}: loss {loss:.4g} > diverge_loss {diverge_loss:.4g}"
+        elif step > 1 and loss > limit:
+            why = (f"step {step}: loss {loss:.4g} > {limit:.4g} (the larger of diverge_loss {diverge_loss:.4g} "
+                   f"and {DIVERGE_OVER_START:g} × the starting loss {hist.start_loss:.4g})")
         elif check_grads and not math.isfinite(grad_norm):
             why = f"step {step}: gradient norm {grad_norm:.4g} is not finite"
         if why is not None:

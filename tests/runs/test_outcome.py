@@ -1,0 +1,119 @@
+"""The book's one outcome rule (tfx.runs.outcome), the data-order seeds and the task with a floor."""
+import math
+
+import pytest
+import torch
+
+from tfx import ModelConfig, TrainConfig, build_model, train
+from tfx.runs import outcome
+from tfx.runs.data import load_task, synthetic
+from tfx.runs.train import History, data_step
+
+TASK = synthetic("reverse", vocab=8, length=6)
+
+
+def _hist(eval_loss, chance=3.0, floor=0.0, status="learned", **kw):
+    return History(status=status, chance_loss=chance, floor_loss=floor, eval_step=[10] * len(eval_loss),
+                   eval_loss=list(eval_loss), **kw)
+
+
+@pytest.mark.parametrize("loss, verdict", [(0.1, "learned"), (2.25, "learned"), (2.26, "did not learn"),
+                                           (3.5, "did not learn"), (float("nan"), "diverged")])
+def test_the_rule_reads_the_last_held_out_loss_against_chance(loss, verdict):
+    """Learned: the held-out loss closed ≥ a quarter of the gap chance 3 → floor 0 (≤ 2.25)."""
+    assert outcome.judge(_hist([9.0, loss])).verdict == verdict
+
+
+def test_the_floor_moves_the_line_and_the_excess_is_the_quality():
+    h = _hist([1.6], chance=3.0, floor=1.0)
+    out = outcome.judge(h)
+    assert out.verdict == "learned" and out.excess == pytest.approx(0.6) and out.gap_closed == pytest.approx(0.7)
+    assert outcome.judge(_hist([2.6], chance=3.0, floor=1.0)).verdict == "did not learn"  # 20 % of the gap
+    assert outcome.learned_level(3.0, 1.0) == pytest.approx(2.5)
+
+
+def test_a_diverged_run_stays_diverged_whatever_its_last_loss():
+    h = _hist([0.1], status="diverged", diverged_step=7, reason="step 7: loss nan is not finite")
+    out = outcome.judge(h)
+    assert out.verdict == "diverged" and out.step == 7 and "not finite" in out.reason
+
+
+def test_a_chance_at_or_below_the_floor_is_refused_by_name():
+    with pytest.raises(ValueError, match="chance_loss=1.0 must exceed floor_loss=1.0"):
+        outcome.judge(_hist([0.5], chance=1.0, floor=1.0))
+
+
+def test_summarize_counts_and_shows_every_seed():
+    runs = [_hist([0.5]), _hist([2.9]), _hist([0.7]), _hist([0.1], status="diverged")]
+    s = outcome.summarize(runs)
+    assert s["verdicts"] == ["learned", "did not learn", "learned", "diverged"]
+    assert s["counts"] == {"learned": 2, "did not learn": 1, "diverged": 1} and s["n"] == 4
+    assert s["median"] == 0.7 and (s["low"], s["high"]) == (0.5, 2.9)
+    assert outcome.describe(runs) == "learned 2/4, did not learn 1/4, diverged 1/4 · held-out loss 0.700 (0.500–2.900)"
+
+
+def test_records_are_rejudged_by_the_current_rule():
+    """A record written under an older rule ('ok' / 'stuck') reads with today's verdict."""
+    from tfx.runs.results import Record
+
+    h = train(build_model(ModelConfig.for_task(TASK, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1)),
+              TASK, steps=3, lr=1e-6)
+    d = {"label": "x", "config": ModelConfig.for_task(TASK).to_dict(), "train_config": TrainConfig().to_dict(),
+         "seed": 0, "code_version": "old", "device": "cpu", "wall_time": 1.0, "status": "ok",
+         "history": h.to_dict() | {"status": "ok", "reason": ""}}
+    rec = Record.from_dict(d)
+    assert rec.status == rec.history.status == rec.outcome.verdict == "did not learn"
+
+
+# ------------------------------------------------------------------ data-order seeds
+def test_data_seed_defaults_to_the_seed_and_seeds_see_different_batches():
+    assert data_step(1, TrainConfig(seed=0)) == 0
+    assert data_step(1, TrainConfig(seed=2)) == data_step(1, TrainConfig(seed=5, data_seed=2)) != 0
+    cfg = ModelConfig.for_task(TASK, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1, dropout=0.0)
+
+    def run(**kw):
+        return train(build_model(cfg, seed=0), TASK, steps=4, lr=1e-3, batch_size=4, **kw).loss
+
+    base = run(seed=0)
+    assert run(seed=0, data_seed=0) == base
+    assert run(seed=0, data_seed=1)[1:] != base[1:]  # same weights, other batches
+    assert run(seed=0, data_seed=1)[0] != base[0]  # the first batch too
+
+
+def test_resume_is_bit_exact_with_a_data_seed(tmp_path):
+    cfg = ModelConfig.for_task(TASK, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1)
+    tc = TrainConfig(steps=8, lr=1e-3, batch_size=4, seed=3, data_seed=7, checkpoint_every=4,
+                     checkpoint_path=str(tmp_path / "c.pt"))
+    straight = train(build_model(cfg, seed=3), TASK, tc.replace(checkpoint_every=0, checkpoint_path=None))
+    first = train(build_model(cfg, seed=3), TASK, tc.replace(steps=4))
+    assert first.steps_done == 4
+    resumed = train(build_model(cfg, seed=3), TASK, tc, resume=True)
+    assert resumed.loss == straight.loss and resumed.eval_loss == straight.eval_loss
+
+
+# ------------------------------------------------------------------ a task with a floor
+def test_the_noisy_task_floor_is_the_entropy_of_its_targets():
+    """An oracle that knows the transform and the noise scores the floor, within sampling error."""
+    t = synthetic("reverse", vocab=8, length=6, noise=0.3)
+    b = t.batch(0, 20000)
+    clean = t.transform(b.src[:, :-1])
+    p_true = 1 - 0.3 + 0.3 / 8
+    hit = (b.tgt[:, 1:-1] == clean).float()
+    nll = -(hit * math.log(p_true) + (1 - hit) * math.log(0.3 / 8)).sum(1) / 7  # EOS costs 0
+    assert nll.mean().item() == pytest.approx(t.floor_loss, rel=0.01)
+    assert t.floor_loss < t.chance_loss and synthetic("reverse").floor_loss == 0.0
+
+
+def test_noise_changes_the_targets_only_and_is_validated():
+    clean, noisy = synthetic("reverse", noise=0.0).batch(3, 64), synthetic("reverse", noise=0.2).batch(3, 64)
+    assert torch.equal(clean.src, noisy.src) and not torch.equal(clean.tgt, noisy.tgt)
+    assert load_task("reverse-noisy").noise == 0.2 and load_task("reverse-noisy").name.endswith("noise0.2")
+    for bad in (1.0, -0.1, "0.2", True):
+        with pytest.raises(ValueError, match="noise="):
+            synthetic("reverse", noise=bad)
+
+
+def test_the_trainer_records_the_floor():
+    t = synthetic("reverse", vocab=8, length=6, noise=0.2)
+    h = train(build_model(ModelConfig.for_task(t, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1)), t, steps=2)
+    assert h.floor_loss == t.floor_loss > 0 and outcome.judge(h).floor == t.floor_loss
