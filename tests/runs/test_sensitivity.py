@@ -1,0 +1,44 @@
+"""Learning-rate sensitivity (tfx.runs.sensitivity), Wortsman et al. 2023."""
+import copy
+import math
+
+import pytest
+
+from tfx.runs import sensitivity, sweep
+from tfx.runs.results import select
+
+
+def test_a_flat_curve_has_no_sensitivity_and_a_fragile_one_does():
+    assert sensitivity.lr_sensitivity([1, 2, 3], [1.0, 1.0, 1.0], start=3.0) == 0.0
+    # mean(1, 2, 3) − 1 = 1: the second and third rates end 1 and 2 nats worse
+    assert sensitivity.lr_sensitivity([1, 2, 3], [1.0, 2.0, 3.0], start=3.5) == pytest.approx(1.0)
+
+
+def test_a_diverged_or_worse_than_start_run_counts_as_the_start():
+    """min(L, L₀): a nan (diverged) and a loss above L₀ both count as L₀ = 3."""
+    assert sensitivity.lr_sensitivity([1, 2, 3], [1.0, math.nan, 9.0], start=3.0) == pytest.approx((1 + 3 + 3) / 3 - 1)
+
+
+def test_bad_input_is_refused_by_name():
+    with pytest.raises(ValueError, match="lrs="):
+        sensitivity.lr_sensitivity([1, 1], [1.0, 2.0], start=3.0)
+    with pytest.raises(ValueError, match="lrs="):
+        sensitivity.lr_sensitivity([1, 2], [1.0], start=3.0)
+    with pytest.raises(ValueError, match="start="):
+        sensitivity.lr_sensitivity([1, 2], [1.0, 2.0], start=math.nan)
+
+
+def test_summarize_reads_recorded_runs_per_seed(tmp_path):
+    recs = sweep.load_or_run("lr-sensitivity", "quick", results_dir=tmp_path)
+    one = select(recs, architecture="Pre-LN", warmup="no warmup", depth="1 layer")
+    s = sensitivity.summarize(one)
+    assert s["lrs"] == [1e-3, 1e-2] and set(s["per_seed"]) == {0}
+    seed = s["per_seed"][0]
+    finals = [sensitivity.final_loss(r) for r in one]
+    assert seed["best"] == min(finals) and seed["start"] == one[0].history.loss[0]
+    assert seed["sensitivity"] == pytest.approx(sensitivity.lr_sensitivity([1e-3, 1e-2], finals, seed["start"]))
+    assert all(sensitivity.best_loss(r) <= sensitivity.final_loss(r) for r in one)
+    other = copy.copy(one[1])
+    other.seed = 1  # seed 0 ran lr 1e-3 only, seed 1 lr 1e-2 only: no common grid
+    with pytest.raises(ValueError, match="different learning rates"):
+        sensitivity.summarize([one[0], other])

@@ -1,0 +1,92 @@
+"""Learning-rate sensitivity: the book's stability instrument (Wortsman et al. 2023).
+
+    curves(records)            # {seed: (lrs, held-out losses)} of one recipe, a curve per seed
+    lr_sensitivity(lrs, losses, start)
+    summarize(records)         # per seed: sensitivity, best lr, best loss; median and range
+
+Small models at high learning rates show the instabilities of large ones, so a recipe is
+read by its final loss against a log grid of learning rates η: a flat, low curve is a
+stable recipe; a curve that rises steeply beside a narrow optimum is a fragile one. One
+number sums a curve up (Wortsman et al., "Small-scale proxies for large-scale Transformer
+training instabilities", arXiv 2309.14322, §3.1):
+
+    LR sensitivity = mean over η of min(L(η), L₀)  −  min over η of L(η)
+
+with L(η) the final (held-out) loss at η and L₀ the loss at initialisation: a run that ends
+worse than it started, or diverges, counts as L₀ (never as infinity). 0 means every learning
+rate of the grid ends as well as the best one.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from .outcome import judge
+
+
+def final_loss(rec) -> float:
+    """The held-out loss a run ends at (nan for a diverged run): what the curves show."""
+    out = judge(rec)
+    return math.nan if out.verdict == "diverged" else out.loss
+
+
+def best_loss(rec) -> float:
+    """The lowest held-out loss over the run's evaluations (nan for a diverged run)."""
+    if judge(rec).verdict == "diverged":
+        return math.nan
+    vals = [v for v in rec.history.eval_loss if math.isfinite(v)]
+    return min(vals) if vals else math.nan
+
+
+def start_loss(rec) -> float:
+    """L₀: the loss at step 1, measured before the first update."""
+    h = rec.history
+    if math.isfinite(getattr(h, "start_loss", math.nan)):
+        return h.start_loss
+    return h.loss[0] if h.loss and h.step and h.step[0] == 1 else math.nan
+
+
+def lr_sensitivity(lrs, losses, start: float) -> float:
+    """Wortsman et al.'s LR sensitivity of one curve: mean of min(L(η), L₀) − its minimum.
+    A nan loss (a diverged run) counts as L₀. ``lrs`` only fixes which points belong to the
+    curve (they must be distinct)."""
+    lrs, losses = list(lrs), list(losses)
+    if len(lrs) != len(losses) or len(set(lrs)) != len(lrs) or not lrs:
+        raise ValueError(f"lrs={lrs!r} must be distinct learning rates, one per loss ({len(losses)} losses)")
+    if not math.isfinite(start):
+        raise ValueError(f"start={start!r} must be the finite loss at initialisation")
+    capped = [min(v, start) if math.isfinite(v) else start for v in losses]
+    return sum(capped) / len(capped) - min(capped)
+
+
+def curves(records, value=final_loss) -> dict:
+    """``{seed: (lrs ascending, values)}`` for the records of one recipe (one setting of every
+    axis but the learning rate); ``value``: :func:`final_loss` or :func:`best_loss`."""
+    out: dict = {}
+    for r in sorted(records, key=lambda r: (r.seed, r.train_config.lr)):
+        lrs, vals = out.setdefault(r.seed, ([], []))
+        lrs.append(r.train_config.lr)
+        vals.append(value(r))
+    return out
+
+
+def summarize(records, value=final_loss) -> dict:
+    """One recipe's LR sensitivity: per seed ``sensitivity``, ``best_lr`` and ``best`` loss
+    (``value`` of each run), and over the seeds the ``median``, ``low`` and ``high``
+    sensitivity. Every seed must have run the same learning rates."""
+    per_seed = {}
+    grids = set()
+    for seed, (lrs, vals) in curves(records, value).items():
+        grids.add(tuple(lrs))
+        start = statistics.median(start_loss(r) for r in records if r.seed == seed)
+        capped = [v if math.isfinite(v) else math.inf for v in vals]
+        i = min(range(len(vals)), key=capped.__getitem__)
+        per_seed[seed] = {"sensitivity": lr_sensitivity(lrs, vals, start), "best_lr": lrs[i],
+                          "best": vals[i], "start": start}
+    if len(grids) > 1:
+        raise ValueError(f"records: the seeds ran different learning rates {sorted(grids)}; "
+                         "a sensitivity compares curves over the same grid")
+    sens = [s["sensitivity"] for s in per_seed.values()]
+    return {"per_seed": per_seed, "median": statistics.median(sens) if sens else math.nan,
+            "low": min(sens, default=math.nan), "high": max(sens, default=math.nan),
+            "lrs": list(next(iter(grids), ()))}
