@@ -361,3 +361,44 @@ def test_draw_only_check_on_a_small_notebook():
     assert _draw_only_without_tag(nb) == ["cell 1: fig, (a, b) = figure(P, ncols=2)",
                                           "cell 3: widgets.some_explorer(P)"]
     assert _assigned_and_read(nb["cells"][5]["source"][0] + nb["cells"][5]["source"][1]) == ({"k"}, {"x", "print"})
+
+
+# --------------------------------------------------------------------------- one outcome rule
+_LOSSY = re.compile(r"loss|chance|floor", re.I)
+
+
+def _names(node) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def _own_thresholds(nb: dict) -> list:
+    """Comparisons (<, ≤, >, ≥) in a notebook's code that involve a loss, the chance or the
+    floor: a verdict on training computed in the chapter instead of by tfx.runs.outcome."""
+    found = []
+    for i, src in _code_cells(nb):
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:  # IPython magics
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
+                                                     for op in node.ops):
+                if any(_LOSSY.search(n) for n in _names(node)):
+                    found.append(f"cell {i}: {ast.unparse(node)[:70]}")
+    return found
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_chapter_computes_its_own_threshold_on_a_loss(nb):
+    """Whether a run learned is decided once, by tfx.runs.outcome (learned / did not learn /
+    diverged); a chapter reads the verdict and shows the numbers, it never compares a loss
+    against a level of its own."""
+    own = _own_thresholds(json.loads(nb.read_text()))
+    assert not own, f"{nb.name} compares losses itself (use tfx.runs.outcome):\n  " + "\n  ".join(own)
+
+
+def test_the_threshold_check_catches_a_chapter_rule():
+    nb = {"cells": [{"cell_type": "code", "source": ["learned = r.final_loss < chance / 2\n", "x = a < b"]},
+                    {"cell_type": "code", "source": ["ok = [h for h in hs if h.eval_loss[-1] <= 3.0]"]}]}
+    assert [f[:6] for f in _own_thresholds(nb)] == ["cell 0", "cell 1"]

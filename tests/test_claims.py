@@ -165,20 +165,20 @@ def test_GV_1_only_post_ln_decoder_gradients_vanish():
 
 def test_GV_2_fixing_vanishing_alone_does_not_stabilise():
     """Table 1: a Post-LN encoder with a Pre-LN decoder has no vanishing gradients, yet at a
-    depth and learning rate where Post/Post collapses it does not train like Pre/Pre.
-    At our scale the hybrid does not diverge: it learns where the end token goes and stalls
-    there, at chance for this task, (n/(n+1))·ln V (the best source-free prediction). Robust
-    form, N 6, width 32, lr 3e-3, 120 steps (seeds 0–3 checked: margins 0.25–0.40 nats):
-    Post/Post and the hybrid end 'stuck'; Pre/Pre ends 'ok' and ≥ 0.15 nats below the hybrid."""
+    depth and learning rate where Post/Post fails it does not train like Pre/Pre. N 6+6,
+    width 32, lr 3e-3, no warmup, 300 steps (seed 0: held-out loss Post/Post 3.45 flat, the
+    hybrid 3.34 → 3.18, Pre/Pre 1.32; chance 3.20): Post/Post and the hybrid did not learn
+    (tfx.runs.outcome), Pre/Pre learned and ends ≥ 1 nat below the hybrid. At 120 steps not
+    even Pre/Pre has learned: the runs must be long enough to tell slow from failed."""
     runs = {}
     for enc, dec in (("post", "post"), ("post", "pre"), ("pre", "pre")):
         m = tfx.build_model(tfx.ModelConfig.for_task(_AM_TASK, n_enc=6, n_dec=6, enc_placement=enc,
                                                      dec_placement=dec, d_model=32, n_heads=4, d_ffn=128), seed=0)
-        runs[enc, dec] = tfx.train(m, _AM_TASK, steps=120, lr=3e-3, batch_size=16, record_updates=False)
-    assert runs["post", "post"].status == "stuck"
+        runs[enc, dec] = tfx.train(m, _AM_TASK, steps=300, lr=3e-3, batch_size=16, record_updates=False)
+    assert runs["post", "post"].status == "did not learn"
     hybrid, pre = runs["post", "pre"], runs["pre", "pre"]
-    assert hybrid.status == "stuck"
-    assert pre.status == "ok" and pre.final_loss() < hybrid.final_loss() - 0.15
+    assert hybrid.status == "did not learn"
+    assert pre.status == "learned" and pre.eval_loss[-1] < hybrid.eval_loss[-1] - 1.0
 
 
 def test_GV_3_adam_equalises_update_sizes_sgd_does_not():
@@ -321,13 +321,15 @@ def test_TF_2_every_tfixup_factor_at_unusual_depths(n_enc, n_dec):
 
 
 def test_TF_2_trains_without_layernorm_and_warmup():
-    """A 6-layer no-LN encoder with T-Fixup trains without warmup (status 'ok', final loss
-    below a third of chance) where the same model with plain Xavier diverges."""
+    """A 6-layer no-LN encoder with T-Fixup learns without warmup (tfx.runs.outcome) where the
+    same model with plain Xavier does not. Xavier's loss before its first update is far
+    above chance; that is its start, not a divergence: it is judged where it ends."""
     cfg = tfx.ModelConfig.for_task(_FIX_TASK, n_enc=6, n_dec=0, placement="none", **_FIX_SIZES)
     runs = {init: tfx.train(tfx.build_model(cfg.replace(init=init), seed=0), _FIX_TASK, steps=100, lr=3e-3,
                             warmup=0, batch_size=16, record_updates=False) for init in ("t-fixup", "xavier")}
-    assert runs["xavier"].status == "diverged"
-    assert runs["t-fixup"].status == "ok" and runs["t-fixup"].final_loss() < runs["t-fixup"].chance_loss / 3
+    assert runs["xavier"].status in ("did not learn", "diverged")
+    assert runs["xavier"].start_loss > 3 * runs["xavier"].chance_loss  # it starts far above chance
+    assert runs["t-fixup"].status == "learned"
 
 
 # ============================================================== LP-1, LP-2, LP-3
@@ -370,8 +372,7 @@ def test_LP_3_lipschitz_init_keeps_the_v1_residual():
     v1 encoder is ≤ 1 at the first and within 1.15 everywhere (it cannot stay ≤ 1 beyond
     the first: in_res is a LayerNorm output, of std 1), against a mean above 1.15 with
     Xavier; the embedding carried through the stack is ≥ 20× Xavier's. A 6-layer v1
-    encoder without warmup trains with it (final loss below a third of chance) and is
-    stuck or diverged with Xavier."""
+    encoder without warmup learns with it (tfx.runs.outcome) and does not with Xavier."""
     cfg = tfx.ModelConfig.for_task(_FIX_TASK, n_enc=12, n_dec=0, placement="post", **_FIX_SIZES)
     batch = _FIX_TASK.batch(0, 16)
     lip = bounds.v1_residual_scales(tfx.build_model(cfg.replace(init="lipschitz")), batch)["encoder"]
@@ -382,8 +383,8 @@ def test_LP_3_lipschitz_init_keeps_the_v1_residual():
     small = cfg.replace(n_enc=6)
     runs = {init: tfx.train(tfx.build_model(small.replace(init=init), seed=0), _FIX_TASK, steps=150, lr=2e-3,
                             warmup=0, batch_size=16, record_updates=False) for init in ("lipschitz", "xavier")}
-    assert runs["xavier"].status in ("stuck", "diverged")
-    assert runs["lipschitz"].status == "ok" and runs["lipschitz"].final_loss() < runs["lipschitz"].chance_loss / 3
+    assert runs["xavier"].status in ("did not learn", "diverged")
+    assert runs["lipschitz"].status == "learned"
 
 # ============================================================== RZ-1, DN-1 (chapter 10: ReZero and DeepNorm)
 # RZ-1 is claims.md's ReZero row (Bachlechner et al. 2021; Liu et al. 2020 §5.3). DeepNorm
@@ -418,16 +419,16 @@ def test_RZ_1_rezero_is_the_identity_at_init():
 
 def test_RZ_1_rezero_trains_where_post_ln_collapses():
     """The training half of RZ-1, at the GV-2 test's size (N 6+6, width 32, lr 3e-3, no warmup,
-    120 steps): Post-LN ends 'stuck' near chance, ReZero 'ok' and ≥ 0.3 nats below it
-    (seeds 0–2 checked: ReZero 2.60–2.71, Post-LN 3.43–3.49). Liu et al.'s BLEU cost and fp16
+    300 steps; seed 0: held-out loss ReZero 0.28, Post-LN 3.45, chance 3.20): Post-LN did not
+    learn, ReZero learned and ends ≥ 1 nat below it. Liu et al.'s BLEU cost and fp16
     divergence are not testable at this scale (the chapter says so)."""
     runs = {}
     for s in ("xavier", "rezero"):
         m = tfx.build_model(scaling.scheme_config(s, _AM_TASK, 6, d_model=32, n_heads=4, d_ffn=128), seed=0)
-        runs[s] = tfx.train(m, _AM_TASK, steps=120, lr=3e-3, batch_size=16, record_updates=False)
-    assert runs["xavier"].status == "stuck"
-    assert runs["rezero"].status == "ok"
-    assert runs["rezero"].final_loss() < runs["xavier"].final_loss() - 0.3
+        runs[s] = tfx.train(m, _AM_TASK, steps=300, lr=3e-3, batch_size=16, record_updates=False)
+    assert runs["xavier"].status == "did not learn"
+    assert runs["rezero"].status == "learned"
+    assert runs["rezero"].eval_loss[-1] < runs["xavier"].eval_loss[-1] - 1.0
 
 
 def test_DN_1_alpha_beta_follow_the_papers_formula():
