@@ -114,21 +114,36 @@ def test_claim_registry_rejects_a_malformed_id():
 
 def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
     """The discovery itself, on a tiny fake book: a test name, a chapter's prose, a claim-<ID> glue."""
+    cid = next(c.id for c in claims.CLAIMS if not c.measured and not c.context)  # one with no template
+    fn = cid.replace("-", "_")
     (tmp_path / "tests").mkdir()
     (tmp_path / "book").mkdir()
-    (tmp_path / "tests" / "test_claims.py").write_text("def test_TF_1_condition():\n    pass\n")
-    nb = {"cells": [{"cell_type": "markdown", "source": ["Claim **TF-1** (Huang et al.)."], "metadata": {}},
-                    {"cell_type": "code", "source": ["glue('claim-TF-1', 'x')"], "metadata": {},
-                     "outputs": [{"output_type": "display_data", "data": {}, "metadata": {"scrapbook": {"name": "claim-TF-1"}}}]}]}
+    (tmp_path / "tests" / "test_claims.py").write_text(f"def test_{fn}_condition():\n    pass\n")
+    nb = {"cells": [{"cell_type": "markdown", "source": [f"Claim **{cid}** (someone et al.)."], "metadata": {}},
+                    {"cell_type": "code", "source": [f"glue('claim-{cid}', 'x')"], "metadata": {},
+                     "outputs": [{"output_type": "display_data", "data": {}, "metadata": {"scrapbook": {"name": f"claim-{cid}"}}}]}]}
     (tmp_path / "book" / "08-tfixup.ipynb").write_text(json.dumps(nb))
-    assert claims.ids_in_tests(tmp_path) == {"TF-1": ["tests/test_claims.py::test_TF_1_condition"]}
-    assert claims.ids_in_chapters(tmp_path) == {"TF-1": ["08-tfixup"]}
+    assert claims.ids_in_tests(tmp_path) == {cid: [f"tests/test_claims.py::test_{fn}_condition"]}
+    assert claims.ids_in_chapters(tmp_path) == {cid: ["08-tfixup"]}
     page = claims.render_page(tmp_path)
-    section = page.split("\n## TF-1\n")[1].split("\n## ")[0]
-    assert "**Measured:** {glue:text}`08-tfixup.ipynb::claim-TF-1:s`" in section
+    section = page.split(f"\n## {cid}\n")[1].split("\n## ")[0]
+    assert f"**Measured:** {{glue:text}}`08-tfixup.ipynb::claim-{cid}:s`" in section
     assert "**Chapters:** {doc}`08-tfixup`" in section
-    assert "**Test:** `test_TF_1_condition` in `tests/test_claims.py`" in section
-    assert "**Test:** none yet" in page.split("\n## TF-2\n")[1].split("\n## ")[0]
+    assert f"**Test:** `test_{fn}_condition` in `tests/test_claims.py`" in section
+    other = next(c.id for c in claims.CLAIMS if c.id != cid and not c.context)
+    assert "**Test:** none yet" in page.split(f"\n## {other}\n")[1].split("\n## ")[0]
+
+
+def test_context_claims_render_as_context_not_as_missing():
+    """A claim that quotes a paper's results (TF-3) is context: the page says so instead of
+    'not measured yet' / 'none yet', and a context claim cannot carry a measurement."""
+    context = [c for c in claims.CLAIMS if c.context]
+    assert [c.id for c in context] == ["TF-3"]
+    section = claims.render_page(ROOT).split("\n## TF-3\n")[1].split("\n## ")[0]
+    assert "not measured yet" not in section and "none yet" not in section
+    assert "quoted for context" in section and "context, not a check" in section
+    with pytest.raises(ValueError, match="context"):
+        claims.Claim("TF-9", "huang2020tfixup", "", "", "", measured=("08-t-fixup", "{tf_c}"), context=True)
 
 
 # --------------------------------------------------------------------------

@@ -65,8 +65,28 @@ def test_bad_beta2_names_the_field(bad):
 def test_first_steps_records_histograms():
     task = tfx.synthetic("reverse", length=8)
     model = tfx.build_model(tfx.ModelConfig.for_task(task, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1))
-    fs = adam.first_steps(model, task, tfx.TrainConfig(lr=1e-3, batch_size=4), steps=6, every=3)
+    fs = adam.first_steps(model, task, tfx.TrainConfig(lr=1e-3, batch_size=4), steps=6, every=3,
+                          pooled=adam.embedding_and_matrices)
     assert fs.steps == [1, 3, 6] and fs.grad_hist.shape == (3, len(fs.bins) - 1) and len(fs.loss) == 6
     assert fs.update_hist.sum() > 0 and np.all(fs.update_median > 0)
+    assert fs.pooled_update_hist.shape == fs.update_hist.shape
+    # the pooled view holds every matrix besides the embedding: more coordinates
+    assert fs.pooled_grad_hist.sum() > fs.grad_hist.sum()
+    assert adam.first_steps(model, task, tfx.TrainConfig(batch_size=4), steps=1).pooled_grad_hist is None
     with pytest.raises(ValueError, match="steps"):
         adam.first_steps(model, task, tfx.TrainConfig(), steps=0)
+    with pytest.raises(ValueError, match="select"):
+        adam.first_steps(model, task, tfx.TrainConfig(), steps=1, select=lambda n, p: False)
+
+
+def test_first_steps_divides_each_update_by_its_learning_rate():
+    """Adam's step 1 is lr_1 · sign(g): per unit learning rate it is 1 for every coordinate that
+    moved, with or without warmup, although a warmup of w steps makes the raw step w times smaller."""
+    task = tfx.synthetic("reverse", length=8)
+    model = tfx.build_model(tfx.ModelConfig.for_task(task, d_model=16, n_heads=2, d_ffn=32, n_enc=1, n_dec=1))
+    for warmup in (0, 10):
+        cfg = tfx.TrainConfig(lr=1e-3, batch_size=4, warmup=warmup, eps=1e-12)
+        fs = adam.first_steps(model, task, cfg, steps=3, every=3)
+        assert fs.lr[0] == pytest.approx(1e-3 / max(warmup, 1))
+        assert fs.update_median[0] == pytest.approx(1.0, rel=1e-3)
+        assert fs.update_median[1] < 1  # |m̂|/√v̂ < 1 once the gradients vary

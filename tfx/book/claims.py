@@ -40,12 +40,15 @@ class Claim:
     statement: str
     prediction: str
     measured: tuple = ()  # (chapter stem, template with {glue_key:format}); () if no chapter measures it
+    context: bool = False  # the paper's results quoted for context: nothing to measure or test
 
     def __post_init__(self):
         if not ID.fullmatch(self.id):
             raise ValueError(f"id={self.id!r} must look like 'LN-1' (two capitals, a dash, a number)")
         if self.measured and len(self.measured) != 2:
             raise ValueError(f"{self.id}: measured must be (chapter stem, template), got {self.measured!r}")
+        if self.context and self.measured:
+            raise ValueError(f"{self.id}: a context claim is quoted, not measured")
 
 
 CLAIMS = [
@@ -139,21 +142,32 @@ CLAIMS = [
     # Huang et al. 2020: T-Fixup
     Claim("TF-1", "huang2020tfixup", "T-Fixup condition",
           "The T-Fixup condition for attention blocks.",
-          "‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖² = Θ(1/L) for the T-Fixup-initialised model."),
+          "‖v‖²‖w‖² + ‖w‖²‖m‖² + ‖v‖²‖m‖² = Θ(1/L) for the T-Fixup-initialised model.",
+          ("08-t-fixup", "T-Fixup, m the scaled embeddings: log-log slope of the left side against L "
+                         "{tf_slope_encoder:.3f} (encoder), {tf_slope_decoder:.3f} (decoder); L × left side "
+                         "{tf_Llhs_min_decoder:.2f}–{tf_Llhs_max_decoder:.2f} in the decoder; with m the "
+                         "measured value input, slopes {tf_input_slope_encoder:.2f} / "
+                         "{tf_input_slope_decoder:.2f}")),
     Claim("TF-2", "huang2020tfixup,borealis2021training", "initialisation rules",
           "T-Fixup: Xavier weights, scaled value, output and FFN weights and embeddings; no LayerNorm, "
           "no warmup.",
           "Every scale factor as stated; trains without LayerNorm and warmup where plain no-LN diverges."),
     Claim("TF-3", "huang2020tfixup", "Tables 1–3",
           "Quoted results of T-Fixup.",
-          "IWSLT'14 De-En small: 35.5 vs 34.2 BLEU; WMT'14 En-De with 30 layers: 30.1 BLEU (context, not a check)."),
+          "IWSLT'14 De-En small: 35.5 vs 34.2 BLEU; WMT'14 En-De with 30 layers: 30.1 BLEU.", context=True),
     # Xu et al. 2020: Lipschitz-constrained initialisation
     Claim("LP-1", "xu2020lipschitz", "Table 2",
           "Computation order v1 (LayerNorm after the residual sum) scales the carried residual by w/σ.",
-          "The residual shrinks wherever w/σ < 1."),
+          "The residual shrinks wherever w/σ < 1.",
+          ("09-lipschitz-init", "Xavier, at initialisation: mean w/σ {lp_ratio_mean_xavier_encoder:.2f} in the "
+                                "encoder; share of the embedding carried to its top {lp_carried_xavier_encoder:.1e} "
+                                "(Lipschitz initialisation: {lp_carried_lipschitz_encoder:.2f})")),
     Claim("LP-2", "xu2020lipschitz", "§3, eqs. 2–6",
           "A variable confined to [a, b] has a standard deviation below b − a.",
-          "σ < b − a for any density, so b − a ≤ 1 gives σ ≤ 1."),
+          "σ < b − a for any density, so b − a ≤ 1 gives σ ≤ 1.",
+          ("09-lipschitz-init", "{lp2_violations} violations; largest σ/(b − a) {lp2_worst:.4f} over the Monte "
+                                "Carlo distributions, {lp2_rand_max:.4f} over {lp2_rand_n} random discrete ones "
+                                "(the tight bound is 1/2)")),
     Claim("LP-3", "xu2020lipschitz", "§4",
           "Lipschitz-constrained initialisation keeps deep v1 models trainable.",
           "The std of the residual sum stays ≤ 1 at every v1 layer at initialisation; deep v1 models train "
@@ -165,7 +179,13 @@ CLAIMS = [
           "diverge in fp16."),
     Claim("DN-1", "wang2022deepnet", "DeepNorm",
           "DeepNorm: x ← LN(αx + f(x)) with α and a down-scaling of some initial weights set from the depth.",
-          "Deep Post-LN-style models train stably with these constants."),
+          "The model update after one step is bounded independently of depth, and deep Post-LN-style models "
+          "train stably with these constants.",
+          ("10-rezero-deepnorm", "at initialisation, N = {dg_depth}: one Adam step moves Post-LN's output "
+                                 "{dg_post_over_dn:.0f}× and Pre-LN's {dg_pre_over_dn:.0f}× as much as DeepNorm's; "
+                                 "under random noise DeepNorm's relative output change at {dg_depth} layers "
+                                 "is ×{dg_dn_random_growth:.2f} its value at {dg_depth_min} (Post-LN's "
+                                 "×{dg_post_random_growth:.1f})")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 
@@ -214,6 +234,8 @@ def _paste(stem: str, template: str) -> str:
 
 def measurement(claim: Claim, root: Path = ROOT) -> str:
     """The page's measurement line: the claim's template, else the chapters' ``claim-<ID>`` glue."""
+    if claim.context:
+        return "nothing to measure: the paper's results, quoted for context"
     if claim.measured:
         stem, template = claim.measured
         return f"{_paste(stem, template)} (in {{doc}}`{stem}`)"
@@ -243,14 +265,15 @@ def render_page(root: Path = ROOT) -> str:
     ]
     for c in CLAIMS:
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
-        test = "yes" if c.id in tests else "no test yet"
+        test = "yes" if c.id in tests else ("context" if c.context else "no test yet")
         statement = c.statement.replace("|", "\\|")
         nobreak = c.id.replace("-", "\u2011")  # a non-breaking hyphen keeps 'LN-1' on one line
         out.append(f"| {{ref}}`{nobreak} <claim-{c.id.lower()}>` | {statement} | {chaps} | {test} |")
     for c in CLAIMS:
         cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "none yet"
-        test = ", ".join(f"`{t.split('::')[1]}` in `{t.split('::')[0]}`" for t in tests.get(c.id, [])) or "none yet"
+        test = (", ".join(f"`{t.split('::')[1]}` in `{t.split('::')[0]}`" for t in tests.get(c.id, []))
+                or ("none: context, not a check" if c.context else "none yet"))
         out += [
             "",
             f"(claim-{c.id.lower()})=",

@@ -3,7 +3,8 @@
 Adam's step for one coordinate is ``lr · m̂_t / (√v̂_t + ε)``: the bias-corrected first
 moment over the square root of the bias-corrected second moment (Kingma & Ba 2015). At
 t = 1, ``m̂_1 = g_1`` and ``v̂_1 = g_1²``, so every coordinate moves by ``lr · sign(g_1)``,
-however small its gradient: the first step is as large as a step can be.
+however small its gradient: the full learning rate, which later steps exceed only when the
+gradients grow faster than ``v̂_t`` follows them.
 
 Liu et al. (2020, "On the variance of the adaptive learning rate and beyond", RAdam) read
 the adaptive learning rate ``ψ_t = 1/√v̂_t`` as an estimate made from few gradients. If
@@ -12,15 +13,16 @@ the gradients are N(0, σ²) and ``v̂_t`` were a simple average of ρ squared g
 
     Var[ψ] ≈ ρ / (2 (ρ − 2)(ρ − 4) σ²)          (first order in the delta method; ρ > 4)
 
-which is infinite for ρ ≤ 4 and falls as ρ grows. The exponential average of ``v_t`` is
-worth an average of ``ρ_t`` gradients (``radam_rho``), ρ_∞ = 2/(1−β2) − 1. RAdam
+which falls as ρ grows. That formula is infinite for ρ ≤ 4; the exact variance
+(``adaptive_lr_variance(exact=True)``) is finite for every ρ > 2. The exponential average
+of ``v_t`` is worth an average of ``ρ_t`` gradients (``radam_rho``), ρ_∞ = 2/(1−β2) − 1. RAdam
 multiplies Adam's step by ``r_t = √(Var[ψ_∞] / Var[ψ_t])`` (``radam_rectification``),
 and takes a momentum-SGD step while ρ_t ≤ 4 (``torch.optim.RAdam``: ≤ 5): a warmup whose
 length is set by β2.
 
 ``first_steps`` trains a copy of a model for a few steps and keeps histograms of the
-per-coordinate gradient and update magnitudes (WU-3; Huang et al. 2020, Fig. 2 of the
-T-Fixup paper as drawn in the Borealis tutorial's Fig. 3).
+per-coordinate magnitudes of the input embedding's gradient and of its update per unit
+learning rate (WU-3; Huang et al. 2020, as drawn in the Borealis tutorial's Fig. 3).
 """
 from __future__ import annotations
 
@@ -126,63 +128,98 @@ def first_adam_step(grads: torch.Tensor, betas=(0.9, 0.98), eps: float = 1e-8) -
 
 
 # ---------------------------------------------------------------------- WU-3: the first steps, measured
+def source_embedding(name: str, p) -> bool:
+    """The default selection of ``first_steps``: the source (input) embedding, whose gradient
+    WU-3 is about."""
+    return name == "src_embed.tok.weight"
+
+
 def embedding_and_matrices(name: str, p) -> bool:
-    """The default selection of ``first_steps``: the source embedding and every weight matrix."""
+    """The pooled selection of ``first_steps``: the source embedding and every weight matrix."""
     return name == "src_embed.tok.weight" or (p.ndim == 2 and name.endswith(".weight"))
 
 
 class FirstSteps(NamedTuple):
     steps: list  # the steps recorded
+    lr: np.ndarray  # the learning rate of each recorded step
     bins: np.ndarray  # log10 bin edges of the histograms
-    grad_hist: np.ndarray  # (len(steps), len(bins) − 1): counts of log10 |g| per coordinate
-    update_hist: np.ndarray  # the same for log10 |Δθ|
+    grad_hist: np.ndarray  # (len(steps), len(bins) − 1): counts of log10 |g| per selected coordinate
+    update_hist: np.ndarray  # the same for log10 |Δθ|/lr: the update per unit learning rate
     grad_median: np.ndarray  # per recorded step: median |g| (coordinates with g ≠ 0)
-    update_median: np.ndarray  # per recorded step: median |Δθ|
+    update_median: np.ndarray  # per recorded step: median |Δθ|/lr (coordinates that moved)
     loss: list  # training loss at every step
+    pooled_grad_hist: np.ndarray | None = None  # grad_hist over ``pooled`` (None: not asked)
+    pooled_update_hist: np.ndarray | None = None  # update_hist over ``pooled``
 
 
-def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=embedding_and_matrices,
-                bins=np.linspace(-12, 0, 49)) -> FirstSteps:
+def _magnitudes(params, before, lr):
+    """(|g| with g ≠ 0, |Δθ|/lr with Δθ ≠ 0) over ``params``, as float64 numpy arrays."""
+    g = torch.cat([p.grad.detach().abs().flatten() for p in params if p.grad is not None]).double()
+    u = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(params, before)]).double()
+    u = u[u > 0] / lr if lr > 0 else u[:0]  # a zero learning rate (a schedule's end): no unit
+    return g[g > 0].numpy(), u.numpy()
+
+
+def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=source_embedding,
+                pooled=None, bins=np.linspace(-12.125, 1.875, 57)) -> FirstSteps:
     """Train a copy of ``model`` for ``steps`` steps with ``cfg`` (a TrainConfig: optimiser,
     learning rate, warmup and schedule as ``tfx.train`` uses them) and, every ``every`` steps
-    (and at step 1), histogram log10 of every selected coordinate's |gradient| and |update|.
+    (and at step 1), histogram log10 of every selected coordinate's |gradient| and of its
+    update *per unit learning rate*, |Δθ_t|/lr_t.
 
-    Coordinates with a zero gradient (embedding rows of tokens absent from the batch) are
-    left out of the gradient histogram. Huang et al. (2020) drew these histograms for a
-    Post-LN Transformer trained with Adam: without warmup the updates' and the input
-    embedding's gradients' magnitudes collapse within the first steps (WU-3)."""
+    Dividing by the step's learning rate is what makes runs with and without warmup
+    comparable: Adam's step 1 is lr_1 · sign(g) (``first_adam_step``), so the raw update of a
+    warmed-up run starts W times smaller and grows with the schedule by construction, while
+    |Δθ_t|/lr_t = |m̂_t|/(√v̂_t + ε) is 1 at step 1 either way and measures only what Adam's
+    statistics do. ``select`` (default: the source embedding, ``source_embedding``) picks the
+    parameters of the main histograms and medians; ``pooled`` (e.g. ``embedding_and_matrices``)
+    adds histograms over a second, wider selection. Coordinates with a zero gradient
+    (embedding rows of tokens absent from the batch) are left out of the gradient histogram,
+    coordinates that did not move out of the update histogram. Huang et al. (2020) drew these
+    histograms for a Post-LN Transformer trained with Adam: without warmup the input
+    embedding's gradients and Adam's updates collapse within the first steps (WU-3)."""
     from ..nn.optim import lr_at, make_optimizer
 
     if steps < 1 or every < 1:
         raise ValueError(f"steps={steps!r} and every={every!r} must be ≥ 1")
     m = copy.deepcopy(model).train()
-    chosen = [p for n, p in m.named_parameters() if select(n, p)]
+    named = list(m.named_parameters())
+    chosen = [p for n, p in named if select(n, p)]
     if not chosen:
         raise ValueError("select() chose no parameter")
+    wide = [p for n, p in named if pooled(n, p)] if pooled is not None else []
+    if pooled is not None and not wide:
+        raise ValueError("pooled() chose no parameter")
     opt = make_optimizer(m.parameters(), cfg)
     torch.manual_seed(cfg.seed)
-    rec_steps, gh, uh, gmed, umed, losses = [], [], [], [], [], []
+    rec_steps, rec_lr, gh, uh, pgh, puh, gmed, umed, losses = [], [], [], [], [], [], [], [], []
     for step in range(1, steps + 1):
+        lr = lr_at(step, cfg)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
+            group["lr"] = lr
         loss = m.loss(task.batch(step - 1, cfg.batch_size), cfg.label_smoothing)["loss"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         record = step == 1 or step % every == 0
         if record:
             before = [p.detach().clone() for p in chosen]
-            g = torch.cat([p.grad.detach().abs().flatten() for p in chosen if p.grad is not None]).double()
+            before_wide = [p.detach().clone() for p in wide]
         opt.step()
         losses.append(float(loss.detach()))
         if not math.isfinite(losses[-1]):
             break
         if record:
-            u = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(chosen, before)]).double()
-            g, u = g[g > 0].numpy(), u[u > 0].numpy()
+            g, u = _magnitudes(chosen, before, lr)
             rec_steps.append(step)
+            rec_lr.append(lr)
             gh.append(np.histogram(np.log10(g), bins)[0])
             uh.append(np.histogram(np.log10(u), bins)[0])
             gmed.append(float(np.median(g)) if g.size else float("nan"))
             umed.append(float(np.median(u)) if u.size else float("nan"))
-    return FirstSteps(rec_steps, np.asarray(bins), np.array(gh), np.array(uh), np.array(gmed),
-                      np.array(umed), losses)
+            if wide:
+                g, u = _magnitudes(wide, before_wide, lr)
+                pgh.append(np.histogram(np.log10(g), bins)[0])
+                puh.append(np.histogram(np.log10(u), bins)[0])
+    return FirstSteps(rec_steps, np.array(rec_lr), np.asarray(bins), np.array(gh), np.array(uh),
+                      np.array(gmed), np.array(umed), losses,
+                      np.array(pgh) if wide else None, np.array(puh) if wide else None)
