@@ -106,8 +106,8 @@ colab-check: $(STAMP)
 # profile of every experiment, the runs that settle a claim first; no run starts that is
 # not expected to finish within BUDGET minutes, so repeating the command fills in the rest.
 # Uses .venv where there is one, else the machine's python3 with tfx importable from here.
-GPU_PLAN := experiments/warmup experiments/depth experiments/warmup-fixes experiments/stability-map \
-            experiments/quality experiments/admin-profiling
+GPU_PLAN := experiments/lr-sensitivity experiments/warmup-axis experiments/depth experiments/warmup \
+            experiments/warmup-fixes experiments/stability-map experiments/admin-profiling
 BUDGET ?= 9
 JOBS ?= 4
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
 GPU_CHAPTERS = {"11-warmup-adam.ipynb": ("warmup", "warmup-fixes"),
-                "12-depth-with-warmup.ipynb": ("depth", "stability-map", "quality")}
+                "12-depth-with-warmup.ipynb": ("depth", "lr-sensitivity", "warmup-axis", "stability-map")}
 
 
 def test_every_chapter_that_reads_gpu_records_is_tested_here():

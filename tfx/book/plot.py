@@ -155,3 +155,39 @@ def overlapping_tick_labels(fig) -> list:
                     if boxes[i].overlaps(boxes[j]):
                         found.append((ax.get_title() or k, labels[i].get_text(), labels[j].get_text()))
     return found
+
+
+ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
+
+
+def lr_curves(ax, records, archs, title: str = "", value=None):
+    """Held-out loss at the end of each run against its learning rate (log axis), for each
+    architecture in ``archs`` (records' ``architecture`` axis): every seed thin, the median
+    over seeds bold; a diverged run is drawn as × at the loss it started from (Wortsman
+    et al.'s cap, :func:`tfx.runs.sensitivity.lr_sensitivity`). Chance and, where above 0,
+    the task's floor dashed."""
+    from ..runs import sensitivity
+    from ..runs.results import select
+
+    value = value or sensitivity.final_loss
+    for a in archs:
+        c = ARCH_COLORS.get(a, color(a.split()[0].lower()))
+        curves = sensitivity.curves(select(records, architecture=a), value)
+        for seed, (lrs, vals) in curves.items():
+            ax.plot(lrs, vals, "-", color=c, lw=0.8, alpha=0.45)
+            start = next(sensitivity.start_loss(r) for r in select(records, architecture=a) if r.seed == seed)
+            gone = [lr for lr, v in zip(lrs, vals) if not math.isfinite(v)]
+            if gone:
+                ax.plot(gone, [start] * len(gone), "x", color=c, ms=7, mew=1.5)
+        if curves:
+            lrs = next(iter(curves.values()))[0]
+            cols = np.array([v for _, v in curves.values()], dtype=float).T
+            ax.plot(lrs, [np.nanmedian(c_) if np.isfinite(c_).any() else np.nan for c_ in cols],
+                    "-o", color=c, lw=2, ms=4, label=a)
+    if records:
+        h = records[0].history
+        ax.axhline(h.chance_loss, color="0.5", ls=":", lw=1, label="chance")
+        if h.floor_loss > 0:
+            ax.axhline(h.floor_loss, color="0.5", ls="--", lw=1, label="floor")
+    ax.set_xscale("log")
+    ax.set(xlabel="learning rate", ylabel="held-out loss at the end (nats)", title=title)

@@ -232,3 +232,58 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
     return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)",
                     P=_stamp(records, profile),
                     labels={"train.lr": "learning rate", "beta2": "Adam's β2"})
+
+
+def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
+    """Chapter 12 (AD-3, WU-1): ``experiments/lr-sensitivity.toml``. Controls: depth,
+    warmup, architecture. Left: every architecture's held-out loss at the end against the
+    learning rate (median over seeds; chance and the task's floor dashed), the chosen
+    architecture's seeds as points. Right: the chosen architecture's validation curves at
+    every learning rate, seed 0. The note gives each seed's LR sensitivity
+    (:mod:`tfx.runs.sensitivity`)."""
+    from ..runs import sensitivity
+
+    axes = grid_axes(experiment, profile, ("depth", "warmup", "architecture"))
+    archs = axes["architecture"]
+
+    def compute(depth, warmup, architecture):
+        cell = results.select(records, depth=depth, warmup=warmup)
+        where = f"{depth}, {warmup} ({profile} profile)"
+        if not cell:
+            return [Panel(title="held-out loss against the learning rate", note=f"not recorded yet: {where}")]
+        lines, points, styles, colors = {}, {}, {}, {}
+        h = cell[0].history
+        for a in archs:
+            curves = sensitivity.curves(results.select(cell, architecture=a))
+            if not curves:
+                continue
+            lrs = next(iter(curves.values()))[0]
+            vals = np.array([v for _, v in curves.values()], dtype=float)
+            med = [float(np.nanmedian(col)) if np.isfinite(col).any() else math.nan for col in vals.T]
+            lines[a], colors[a] = (lrs, med), None
+            if a == architecture:
+                for seed, (xs, ys) in curves.items():
+                    points[f"seed {seed}"] = (xs, ys)
+                    colors[f"seed {seed}"] = SEED_COLORS[seed % len(SEED_COLORS)]
+        colors = {k: v for k, v in colors.items() if v}
+        every = sorted({r.train_config.lr for r in cell})
+        lines["chance"], styles["chance"], colors["chance"] = ([every[0], every[-1]], [h.chance_loss] * 2), \
+            "dashed", REFERENCE_COLOR
+        if h.floor_loss > 0:
+            lines["floor"], styles["floor"], colors["floor"] = ([every[0], every[-1]], [h.floor_loss] * 2), \
+                "faint", REFERENCE_COLOR
+        s = sensitivity.summarize(results.select(cell, architecture=architecture))
+        note = (f"{architecture}: LR sensitivity per seed "
+                + ", ".join(f"{v['sensitivity']:.2f}" for v in s["per_seed"].values())
+                + "\n" + _failures(results.select(cell, architecture=architecture), "train.lr"))
+        left = Panel(title=f"held-out loss against lr, {depth}, {warmup}", x="learning rate",
+                     y="held-out loss (nats)", xlog=True, lines=lines, points=points, styles=styles,
+                     colors=colors, note=note)
+        mine = [r for r in results.select(cell, architecture=architecture) if r.seed == 0]
+        curves = {f"lr {r.train_config.lr:g}": seed_curve(r, "eval_loss") for r in mine}
+        right = Panel(title=f"{architecture}, seed 0: validation loss", x="step", y="validation loss (nats)",
+                      lines=curves, note="")
+        return [left, right]
+
+    return Explorer(axes, compute, default=default, title="Learning-rate sensitivity, every seed",
+                    P=_stamp(records, profile), labels={"architecture": "highlight"})
