@@ -81,8 +81,10 @@ def test_one_line_per_seed_equal_to_the_recorded_history(depth):
         np.testing.assert_array_equal(xs, r.history.eval_step)
         np.testing.assert_array_equal(ys, r.history.eval_loss)
     assert loss.lines["chance"][1] == [CHANCE, CHANCE]
-    assert loss.lines["0.5 × chance (learned below)"][1] == [CHANCE / 2, CHANCE / 2]
-    assert loss.note.splitlines() == [f"seed {r.seed}: learned, final loss {r.final_loss:.2f}" for r in cell]
+    # the level of the one outcome rule, on the held-out panel: a quarter of the way to the floor (0)
+    assert val.lines["learned at or below"][1] == [0.75 * CHANCE] * 2 and "learned at or below" not in loss.lines
+    assert loss.note.splitlines() == [f"seed {r.seed}: learned, held-out loss {r.history.eval_loss[-1]:.2f}"
+                                      for r in cell]
 
 
 def test_a_diverged_run_is_marked_and_its_curve_ends(depth):
@@ -90,7 +92,8 @@ def test_a_diverged_run_is_marked_and_its_curve_ends(depth):
     e = se.depth_explorer(recs, exp, "book")
     loss, _ = e.panels(architecture="Post-LN", depth="6 layers")
     stuck = next(r for r in recs if r.point == {"architecture": "Post-LN", "depth": "6 layers"} and r.seed == 1)
-    assert loss.note.splitlines() == ["seed 0: diverged at step 17", f"seed 1: stuck, final loss {stuck.final_loss:.2f}"]
+    assert loss.note.splitlines() == ["seed 0: diverged at step 17",
+                                      f"seed 1: did not learn, held-out loss {stuck.history.eval_loss[-1]:.2f}"]
     xs, ys = loss.lines["seed 0"]
     assert np.isfinite(ys).sum() == 16 and not np.isfinite(ys[-1])
     drawn = [r for r in e.spec()["datasets"]["tfx"]  # what the HTML draws: the finite points only
@@ -134,7 +137,7 @@ def test_stability_explorer_names_failed_runs_and_leaves_diverged_ones_off_the_a
     e = se.stability_explorer(recs, exp, "book", default={"train.lr": "lr=0.01"})
     final, curves = e.panels(**e.default)
     assert final.points["seed 0"][0] == [1e-3, 3e-3, 1e-2] and final.points["seed 1"][0] == [1e-3, 3e-3]
-    assert final.note.splitlines() == ["stuck or diverged: 1 of 6 runs", "lr=0.01: 1 diverged"]
+    assert final.note.splitlines() == ["did not learn or diverged: 1 of 6 runs", "lr=0.01: 1 diverged"]
     assert curves.note.splitlines()[1] == "seed 1: diverged at step 9"
     assert final.lines["chosen lr"][0] == [1e-2, 1e-2]
 
@@ -147,3 +150,32 @@ def test_bad_arguments_name_the_field(depth):
         se.grid_explorer(recs, {"depth": ["2 layers"]}, ("loss", "bleu"))
     with pytest.raises(ValueError, match="records"):
         se.depth_explorer([], exp, "book")
+
+
+def test_lr_sensitivity_explorer_shows_every_architecture_and_the_chosen_seeds():
+    exp = Experiment.load(EXPERIMENTS / "lr-sensitivity")
+    grid = se.grid_axes(exp, "book")
+    lrs = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+    recs = []
+    for a in grid["architecture"]:
+        for w in grid["warmup"]:
+            for d in grid["depth"]:
+                for k, lr in enumerate(lrs):
+                    for seed in (0, 1):
+                        p = {"architecture": a, "warmup": w, "depth": d, "train.lr": f"lr={lr:g}"}
+                        if (a, k, seed) == ("Post-LN", 5, 0):
+                            recs.append(_record(p, seed, "diverged", lr=lr, diverged_at=9))
+                        else:
+                            recs.append(_record(p, seed, lr=lr, end=0.3 + 0.1 * k + (a == "Post-LN") * 0.05 * k))
+    e = se.lr_sensitivity_explorer(recs, exp, "book")
+    assert list(e.controls) == ["depth", "warmup", "architecture"]
+    left, right = e.panels(depth=grid["depth"][0], warmup=grid["warmup"][0], architecture="Post-LN")
+    assert set(grid["architecture"]) <= set(left.lines) and left.xlog
+    xs, ys = left.points["seed 0"]
+    assert xs == lrs and math.isnan(ys[-1]) and "lr=0.03: 1 diverged" in left.note
+    other = e.panels(depth=grid["depth"][0], warmup=grid["warmup"][0], architecture="Pre-LN")[0]
+    pre0 = sorted((r for r in recs if r.point["architecture"] == "Pre-LN" and r.seed == 0
+                   and r.point["depth"] == grid["depth"][0] and r.point["warmup"] == grid["warmup"][0]),
+                  key=lambda r: r.train_config.lr)
+    assert other.points["seed 0"][1] == [r.history.eval_loss[-1] for r in pre0]  # the highlight moves
+    assert len(right.lines) == len(lrs) and "LR sensitivity per seed" in left.note

@@ -38,6 +38,7 @@ def test_summarize_reads_recorded_runs_per_seed(tmp_path):
     assert seed["best"] == min(finals) and seed["start"] == one[0].history.loss[0]
     assert seed["sensitivity"] == pytest.approx(sensitivity.lr_sensitivity([1e-3, 1e-2], finals, seed["start"]))
     assert all(sensitivity.best_loss(r) <= sensitivity.final_loss(r) for r in one)
+    assert seed["learned_lrs"] == sorted(r.train_config.lr for r in one if r.status == "learned")
     other = copy.copy(one[1])
     other.seed = 1  # seed 0 ran lr 1e-3 only, seed 1 lr 1e-2 only: no common grid
     with pytest.raises(ValueError, match="different learning rates"):

@@ -104,8 +104,7 @@ CLAIMS = [
           "Removing the vanishing gradient alone does not stabilise training.",
           "A Post-LN encoder with a Pre-LN decoder still fails where Pre-LN/Pre-LN trains (the paper trains "
           "with warmup).",
-          ("05-not-vanishing", "no warmup, one seed: final loss Post/Post {nv_post_post_loss:.2f}, Post/Pre "
-                               "{nv_post_pre_loss:.2f}, Pre/Pre {nv_pre_pre_loss:.2f} (chance {nv_chance:.2f})")),
+          ("12-depth-with-warmup", "{claim-GV-2}")),
     Claim("GV-3", "liu2020admin", "Fig. 5",
           "Attention-parameter gradients are unbalanced; Adam equalises the update sizes, SGD does not.",
           "Gradient norms spread widely; Adam's update norms close together, SGD's as spread as the gradients.",
@@ -138,7 +137,7 @@ CLAIMS = [
           "WMT'14 En-De 6/12/18 layers: Post-LN 27.80/failed/failed, Pre-LN 27.27/28.26/28.38, "
           "Admin 27.90/28.58/29.03 BLEU (with warmup); without warmup (IWSLT'14, lr × β2) Post-LN diverges "
           "in 7 of 15 settings, Pre-LN and Admin in none.",
-          ("12-depth-with-warmup", "{claim-AD-3}; run five times longer: {ad3-quality}")),
+          ("12-depth-with-warmup", "{claim-AD-3}; quality: {ad3-quality}")),
     # Huang et al. 2020: T-Fixup
     Claim("TF-1", "huang2020tfixup", "T-Fixup condition",
           "The T-Fixup condition for attention blocks.",
@@ -151,7 +150,10 @@ CLAIMS = [
     Claim("TF-2", "huang2020tfixup,borealis2021training", "initialisation rules",
           "T-Fixup: Xavier weights, scaled value, output and FFN weights and embeddings; no LayerNorm, "
           "no warmup.",
-          "Every scale factor as stated; trains without LayerNorm and warmup where plain no-LN diverges."),
+          "Every scale factor as stated; trains without LayerNorm and warmup where plain no-LN diverges.",
+          ("08-t-fixup", "{tf_seeds} seeds, {tf_deep}-layer encoders, no warmup: T-Fixup {tf_statuses_tfixup:s} "
+                         "(median held-out loss {tf_final_tfixup:.2f}); Xavier without LN {tf_statuses_xavier:s}; "
+                         "Post-LN with warmup {tf_statuses_post:s} (chance {tf_chance:.2f})")),
     Claim("TF-3", "huang2020tfixup", "Tables 1–3",
           "Quoted results of T-Fixup.",
           "IWSLT'14 De-En small: 35.5 vs 34.2 BLEU; WMT'14 En-De with 30 layers: 30.1 BLEU.", context=True),
@@ -171,12 +173,19 @@ CLAIMS = [
     Claim("LP-3", "xu2020lipschitz", "§4",
           "Lipschitz-constrained initialisation keeps deep v1 models trainable.",
           "The std of the residual sum stays ≤ 1 at every v1 layer at initialisation; deep v1 models train "
-          "(paper: 24 layers, 29.46 BLEU En-De)."),
+          "(paper: 24 layers, 29.46 BLEU En-De).",
+          ("09-lipschitz-init", "{lp3_seeds} seeds of v1 encoders, no warmup, lr {lp3_lr}: Lipschitz "
+                                "{lp3_statuses_lip:s} (median held-out loss {lp3_final_lip:.2f}); Xavier "
+                                "{lp3_statuses_xav:s}; Xavier with warmup {lp3_statuses_xavwarm:s}")),
     # Beyond the seed papers
     Claim("RZ-1", "bachlechner2021rezero,liu2020admin", "ReZero; Liu et al. §5.3",
           "ReZero: x + α·f(x) with α = 0 at initialisation and no LayerNorm.",
           "The network is the identity at initialisation; Liu et al. saw it cost 1–2 BLEU on IWSLT'14 and "
-          "diverge in fp16."),
+          "diverge in fp16.",
+          ("10-rezero-deepnorm", "identity at init: largest |F(x₀) − x₀| {rz_gap_enc} (encoder), {rz_gap_dec} "
+                                 "(decoder); trained {tr_steps} steps without warmup at {tr_deep} layers: ReZero "
+                                 "{tr_rezero_statuses} (Post-LN {tr_xavier_statuses}); the BLEU cost and fp16 "
+                                 "divergence are not testable on a CPU")),
     Claim("DN-1", "wang2022deepnet", "DeepNorm",
           "DeepNorm: x ← LN(αx + f(x)) with α and a down-scaling of some initial weights set from the depth.",
           "The model update after one step is bounded independently of depth, and deep Post-LN-style models "

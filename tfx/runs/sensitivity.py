@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from .outcome import judge
+from .outcome import judge, learned
 
 
 def final_loss(rec) -> float:
@@ -72,8 +72,14 @@ def curves(records, value=final_loss) -> dict:
 
 def summarize(records, value=final_loss) -> dict:
     """One recipe's LR sensitivity: per seed ``sensitivity``, ``best_lr`` and ``best`` loss
-    (``value`` of each run), and over the seeds the ``median``, ``low`` and ``high``
-    sensitivity. Every seed must have run the same learning rates."""
+    (``value`` of each run), ``start`` (L₀) and ``learned_lrs``, the learning rates at which
+    the run learned (:func:`tfx.runs.outcome.learned`): the recipe's window. Over the seeds
+    the ``median``, ``low`` and ``high`` sensitivity. Every seed must have run the same
+    learning rates.
+
+    Read the sensitivity with the window and the best loss beside it: a recipe that learns
+    at no rate of the grid has a flat curve, hence a small sensitivity, and is no stable
+    recipe."""
     per_seed = {}
     grids = set()
     for seed, (lrs, vals) in curves(records, value).items():
@@ -81,8 +87,9 @@ def summarize(records, value=final_loss) -> dict:
         start = statistics.median(start_loss(r) for r in records if r.seed == seed)
         capped = [v if math.isfinite(v) else math.inf for v in vals]
         i = min(range(len(vals)), key=capped.__getitem__)
+        window = sorted(r.train_config.lr for r in records if r.seed == seed and learned(r))
         per_seed[seed] = {"sensitivity": lr_sensitivity(lrs, vals, start), "best_lr": lrs[i],
-                          "best": vals[i], "start": start}
+                          "best": vals[i], "start": start, "learned_lrs": window}
     if len(grids) > 1:
         raise ValueError(f"records: the seeds ran different learning rates {sorted(grids)}; "
                          "a sensitivity compares curves over the same grid")
