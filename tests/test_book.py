@@ -112,9 +112,11 @@ def test_claim_registry_rejects_a_malformed_id():
         claims.Claim("LN1", "xiong2020preln", "", "", "")
 
 
-def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
-    """The discovery itself, on a tiny fake book: a test name, a chapter's prose, a claim-<ID> glue."""
-    cid = next(c.id for c in claims.CLAIMS if not c.measured and not c.context)  # one with no template
+def test_claims_scan_finds_tests_chapters_and_glue(tmp_path, monkeypatch):
+    """The discovery itself, on a tiny fake book: a test name, a chapter's prose, a claim-<ID> glue
+    (for a claim with no template: every real claim has one, so a made-up one joins the list)."""
+    cid = "XX-1"
+    monkeypatch.setattr(claims, "CLAIMS", claims.CLAIMS + [claims.Claim(cid, "liu2020admin", "", "a", "b")])
     fn = cid.replace("-", "_")
     (tmp_path / "tests").mkdir()
     (tmp_path / "book").mkdir()
@@ -132,6 +134,12 @@ def test_claims_scan_finds_tests_chapters_and_glue(tmp_path):
     assert f"**Test:** `test_{fn}_condition` in `tests/test_claims.py`" in section
     other = next(c.id for c in claims.CLAIMS if c.id != cid and not c.context)
     assert "**Test:** none yet" in page.split(f"\n## {other}\n")[1].split("\n## ")[0]
+
+
+def test_every_claim_on_the_page_is_measured():
+    """The book's claims page: every claim that is not quoted context carries a measurement."""
+    assert all(c.measured for c in claims.CLAIMS if not c.context)
+    assert "not measured yet" not in claims.render_page(ROOT)
 
 
 def test_context_claims_render_as_context_not_as_missing():
@@ -379,17 +387,35 @@ def test_draw_only_check_on_a_small_notebook():
 
 
 # --------------------------------------------------------------------------- one outcome rule
-_LOSSY = re.compile(r"loss|chance|floor", re.I)
+_LOSSY = re.compile(r"loss", re.I)
+_LEVELS = re.compile(r"chance|floor", re.I)
+
+
+def _walk(node, skip_subscripts=False):
+    """ast.walk without the insides of len(...) calls (and of subscripts, if asked)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        return
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if skip_subscripts and isinstance(node, ast.Subscript) and child is node.slice:
+            continue
+        yield from _walk(child, skip_subscripts)
 
 
 def _names(node) -> set:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    return {n.id for n in _walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in _walk(node) if isinstance(n, ast.Attribute)}
+
+
+def _has_number(node) -> bool:
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool)
+               for n in _walk(node, skip_subscripts=True))
 
 
 def _own_thresholds(nb: dict) -> list:
-    """Comparisons (<, ≤, >, ≥) in a notebook's code that involve a loss, the chance or the
-    floor: a verdict on training computed in the chapter instead of by tfx.runs.outcome."""
+    """Comparisons (<, ≤, >, ≥) in a notebook's code that set a level on a loss: against the
+    chance or the floor, or a loss against a number. That is a verdict on training computed
+    in the chapter instead of by tfx.runs.outcome. (Comparing two runs' losses is not.)"""
     found = []
     for i, src in _code_cells(nb):
         try:
@@ -397,10 +423,13 @@ def _own_thresholds(nb: dict) -> list:
         except SyntaxError:  # IPython magics
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
-                                                     for op in node.ops):
-                if any(_LOSSY.search(n) for n in _names(node)):
-                    found.append(f"cell {i}: {ast.unparse(node)[:70]}")
+            if not (isinstance(node, ast.Compare)
+                    and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops)):
+                continue
+            names = _names(node)
+            if any(_LEVELS.search(n) for n in names) or (
+                    any(_LOSSY.search(n) for n in names) and _has_number(node)):
+                found.append(f"cell {i}: {ast.unparse(node)[:70]}")
     return found
 
 
@@ -415,5 +444,8 @@ def test_no_chapter_computes_its_own_threshold_on_a_loss(nb):
 
 def test_the_threshold_check_catches_a_chapter_rule():
     nb = {"cells": [{"cell_type": "code", "source": ["learned = r.final_loss < chance / 2\n", "x = a < b"]},
-                    {"cell_type": "code", "source": ["ok = [h for h in hs if h.eval_loss[-1] <= 3.0]"]}]}
-    assert [f[:6] for f in _own_thresholds(nb)] == ["cell 0", "cell 1"]
+                    {"cell_type": "code", "source": ["ok = [h for h in hs if h.eval_loss[-1] <= 3.0]"]},
+                    {"cell_type": "code", "source": ["a = r.eval_loss[-1] < r.eval_loss[0]\n",
+                                                     "b = len(r.eval_loss) > 1\n", "c = h.floor_loss > 0"]}]}
+    assert [f[:6] for f in _own_thresholds(nb)] == ["cell 0", "cell 1", "cell 2"]
+    assert len(_own_thresholds(nb)) == 3  # two runs' losses compared, a length: not levels
