@@ -449,3 +449,30 @@ def test_the_threshold_check_catches_a_chapter_rule():
                                                      "b = len(r.eval_loss) > 1\n", "c = h.floor_loss > 0"]}]}
     assert [f[:6] for f in _own_thresholds(nb)] == ["cell 0", "cell 1", "cell 2"]
     assert len(_own_thresholds(nb)) == 3  # two runs' losses compared, a length: not levels
+
+
+def _bare_last_glue(nb: dict) -> list:
+    """Code cells whose last statement is a glue(...) call without a closing ';': Jupyter
+    then prints the glued value as the cell's result, a stray repr on the page."""
+    out = []
+    for i, src in _code_cells(nb):
+        try:
+            body = ast.parse(src).body
+        except SyntaxError:
+            continue
+        last = body[-1] if body else None
+        if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                and getattr(last.value.func, "id", None) == "glue" and not src.rstrip().endswith(";")):
+            out.append(f"cell {i}")
+    return out
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_ends_with_a_bare_glue(nb):
+    assert not _bare_last_glue(json.loads(nb.read_text())), nb.name
+
+
+def test_bare_glue_check_catches_one():
+    nb = {"cells": [{"cell_type": "code", "source": ["glue('a', 1)"]},
+                    {"cell_type": "code", "source": ["glue('a', 1);"]}]}
+    assert _bare_last_glue(nb) == ["cell 0"]
