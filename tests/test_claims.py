@@ -507,8 +507,7 @@ def _book(name: str):
 
 def _windows(recs, **point) -> dict:
     """Per seed: the number of learning rates at which the runs of ``point`` learned."""
-    s = sensitivity.summarize(results.select(recs, **point))
-    return {seed: len(v["learned_lrs"]) for seed, v in s["per_seed"].items()}
+    return sensitivity.windows(results.select(recs, **point))
 
 
 def test_WU_1_warmup_widens_post_ln_learning_rate_window_where_post_ln_can_learn():

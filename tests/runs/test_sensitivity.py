@@ -39,7 +39,20 @@ def test_summarize_reads_recorded_runs_per_seed(tmp_path):
     assert seed["sensitivity"] == pytest.approx(sensitivity.lr_sensitivity([1e-3, 1e-2], finals, seed["start"]))
     assert all(sensitivity.best_loss(r) <= sensitivity.final_loss(r) for r in one)
     assert seed["learned_lrs"] == sorted(r.train_config.lr for r in one if r.status == "learned")
+    assert sensitivity.windows(one) == {0: len(seed["learned_lrs"])}
+    assert sensitivity.median_curve(one) == ([1e-3, 1e-2], finals)  # one seed: its own curve
     other = copy.copy(one[1])
     other.seed = 1  # seed 0 ran lr 1e-3 only, seed 1 lr 1e-2 only: no common grid
     with pytest.raises(ValueError, match="different learning rates"):
         sensitivity.summarize([one[0], other])
+
+
+def test_median_curve_is_the_median_over_seeds_and_skips_diverged_runs():
+    class R:  # the fields curves() reads
+        def __init__(self, seed, lr, v):
+            self.seed, self.train_config, self.v = seed, type("T", (), {"lr": lr})(), v
+
+    recs = [R(0, 1, 1.0), R(1, 1, 3.0), R(2, 1, 2.0), R(0, 2, math.nan), R(1, 2, 5.0), R(2, 2, math.nan),
+            R(0, 3, math.nan), R(1, 3, math.nan), R(2, 3, math.nan)]
+    lrs, med = sensitivity.median_curve(recs, value=lambda r: r.v)
+    assert lrs == [1, 2, 3] and med[:2] == [2.0, 5.0] and math.isnan(med[2])

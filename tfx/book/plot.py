@@ -160,7 +160,7 @@ def overlapping_tick_labels(fig) -> list:
 ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
 
 
-def lr_curves(ax, records, archs, title: str = "", value=None):
+def lr_curves(ax, records, archs, title: str = ""):
     """Held-out loss at the end of each run against its learning rate (log axis), for each
     architecture in ``archs`` (records' ``architecture`` axis): every seed thin, the median
     over seeds bold; a diverged run is drawn as × at the loss it started from (Wortsman
@@ -169,10 +169,9 @@ def lr_curves(ax, records, archs, title: str = "", value=None):
     from ..runs import sensitivity
     from ..runs.results import select
 
-    value = value or sensitivity.final_loss
     for a in archs:
         c = ARCH_COLORS.get(a, color(a.split()[0].lower()))
-        curves = sensitivity.curves(select(records, architecture=a), value)
+        curves = sensitivity.curves(select(records, architecture=a))
         for seed, (lrs, vals) in curves.items():
             ax.plot(lrs, vals, "-", color=c, lw=0.8, alpha=0.45)
             start = next(sensitivity.start_loss(r) for r in select(records, architecture=a) if r.seed == seed)
@@ -180,10 +179,8 @@ def lr_curves(ax, records, archs, title: str = "", value=None):
             if gone:
                 ax.plot(gone, [start] * len(gone), "x", color=c, ms=7, mew=1.5)
         if curves:
-            lrs = next(iter(curves.values()))[0]
-            cols = np.array([v for _, v in curves.values()], dtype=float).T
-            ax.plot(lrs, [np.nanmedian(c_) if np.isfinite(c_).any() else np.nan for c_ in cols],
-                    "-o", color=c, lw=2, ms=4, label=a)
+            ax.plot(*sensitivity.median_curve(select(records, architecture=a)), "-o", color=c, lw=2, ms=4,
+                    label=a)
     if records:
         h = records[0].history
         ax.axhline(h.chance_loss, color="0.5", ls=":", lw=1, label="chance")

@@ -254,18 +254,12 @@ def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | N
         lines, points, styles, colors = {}, {}, {}, {}
         h = cell[0].history
         for a in archs:
-            curves = sensitivity.curves(results.select(cell, architecture=a))
-            if not curves:
-                continue
-            lrs = next(iter(curves.values()))[0]
-            vals = np.array([v for _, v in curves.values()], dtype=float)
-            med = [float(np.nanmedian(col)) if np.isfinite(col).any() else math.nan for col in vals.T]
-            lines[a], colors[a] = (lrs, med), None
-            if a == architecture:
-                for seed, (xs, ys) in curves.items():
-                    points[f"seed {seed}"] = (xs, ys)
-                    colors[f"seed {seed}"] = SEED_COLORS[seed % len(SEED_COLORS)]
-        colors = {k: v for k, v in colors.items() if v}
+            lrs, med = sensitivity.median_curve(results.select(cell, architecture=a))
+            if lrs:
+                lines[a] = (lrs, med)
+        for seed, (xs, ys) in sensitivity.curves(results.select(cell, architecture=architecture)).items():
+            points[f"seed {seed}"] = (xs, ys)
+            colors[f"seed {seed}"] = SEED_COLORS[seed % len(SEED_COLORS)]
         every = sorted({r.train_config.lr for r in cell})
         lines["chance"], styles["chance"], colors["chance"] = ([every[0], every[-1]], [h.chance_loss] * 2), \
             "dashed", REFERENCE_COLOR

@@ -62,9 +62,6 @@ class Outcome:
         """(C − L) / (C − F): 0 at chance, 1 at the floor."""
         return (self.chance - self.loss) / (self.chance - self.floor)
 
-    def __str__(self) -> str:
-        return self.verdict if self.verdict == "diverged" else f"{self.verdict} ({self.loss:.3f})"
-
 
 def _history(run):
     return getattr(run, "history", run)  # a Record, or a History itself

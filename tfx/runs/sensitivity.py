@@ -70,6 +70,22 @@ def curves(records, value=final_loss) -> dict:
     return out
 
 
+def median_curve(records, value=final_loss) -> tuple[list, list]:
+    """(lrs, median over seeds at each lr) of one recipe; nan where every seed diverged."""
+    seeds = curves(records, value)
+    if not seeds:
+        return [], []
+    lrs = next(iter(seeds.values()))[0]
+    cols = [[vals[i] for _, vals in seeds.values()] for i in range(len(lrs))]
+    return lrs, [statistics.median(v for v in col if math.isfinite(v))
+                 if any(math.isfinite(v) for v in col) else math.nan for col in cols]
+
+
+def windows(records) -> dict:
+    """``{seed: number of learning rates the run learned at}``: each seed's window."""
+    return {seed: len(v["learned_lrs"]) for seed, v in summarize(records)["per_seed"].items()}
+
+
 def summarize(records, value=final_loss) -> dict:
     """One recipe's LR sensitivity: per seed ``sensitivity``, ``best_lr`` and ``best`` loss
     (``value`` of each run), ``start`` (L₀) and ``learned_lrs``, the learning rates at which

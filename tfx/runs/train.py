@@ -27,9 +27,8 @@ import torch
 from ..nn.config import TrainConfig
 from ..nn.optim import lr_at, make_optimizer, pick_device
 from .diagnose import Watch, first_offender, largest
-from .outcome import OUTCOMES, judge
+from .outcome import judge
 
-STATUSES = OUTCOMES
 DIVERGE_OVER_START = 3.0  # a loss this many times the starting loss (or 3·ln V, if larger) is a divergence
 # Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1). A prime, not a power
 # of two: torch's CPU generator keeps only the low 32 bits of a seed, so 2**32 would give every
