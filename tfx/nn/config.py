@@ -22,9 +22,15 @@ from dataclasses import dataclass
 
 import torch
 
-# Where the residual connection and the normalisation sit (blocks.Residual).
-PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none")
-NORMS = ("layernorm", "rmsnorm")
+# Where the residual connection and the normalisation sit (blocks.Residual, its docstring's table).
+PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none", "peri-ln", "output-norm", "sub-ln")
+PRE_NORM = ("pre", "peri-ln", "sub-ln")  # a norm on the branch's input, N(x_{i-1})
+OUT_NORM = ("peri-ln", "output-norm")  # a norm on the branch's output, N_out(f_i(…))
+SUM_NORM = ("post", "admin", "deepnorm")  # a norm on the residual sum
+INNER_NORM = ("sub-ln",)  # a norm inside the branch (before out_proj and fc2)
+FINAL_NORM = ("pre", "peri-ln", "output-norm", "sub-ln")  # the stack ends with a norm
+# LayerNorm (Ba et al. 2016), RMSNorm (zhang2019rmsnorm), Dynamic Tanh (zhu2025dyt)
+NORMS = ("layernorm", "rmsnorm", "dyt")
 ACTIVATIONS = ("relu", "gelu")
 POSITIONS = ("sinusoidal", "learned")
 # Which initialiser (tfx.nn.init), and the placement each one is defined for (None: any).
@@ -36,6 +42,7 @@ INITS = {
     "admin-profiling-free": ("admin",),
     "deepnorm": ("deepnorm",),
     "rezero": ("rezero",),
+    "subln": ("sub-ln",),
 }
 AMP_DTYPES = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
@@ -196,6 +203,11 @@ _MODEL_RULES = {
     "positions": _rule(_check_choice, POSITIONS),
     "max_len": _rule(_check_int, 1),
     "admin_profiling": _rule(_check_choice, ("train", "eval")),  # tfx.nn.init.ADMIN_PROFILING
+    "dyt_alpha": _rule(_check_positive),
+    "ln_scaling": _rule(_check_bool),
+    "qk_norm": _rule(_check_bool),
+    "attn_softcap": _rule(_check_positive, optional=True),
+    "logit_softcap": _rule(_check_positive, optional=True),
 }
 
 
@@ -206,6 +218,20 @@ class ModelConfig(_Replaceable):
     ``placement`` sets both stacks; ``enc_placement`` / ``dec_placement`` override
     it per stack (e.g. Liu et al.'s Post-LN encoder with a Pre-LN decoder).
     ``n_dec=0`` gives an encoder-only model, ``n_enc=0`` a decoder-only LM.
+
+    After 2020 (papers by their ``book/references.bib`` key):
+
+    * ``placement="peri-ln"``   x + N_out(f(N_in(x))), a final norm (kim2025periln);
+      ``"output-norm"``         x + N(f(x)), OLMo 2's reordered norm, a final norm (olmo2025);
+      ``"sub-ln"``              Pre-LN plus a norm inside each branch, before out_proj and
+                                fc2 (Sub-LN / Magneto, wang2022magneto), with ``init="subln"``.
+    * ``norm="dyt"``            Dynamic Tanh γ ⊙ tanh(α x) + β, α a learned scalar starting
+                                at ``dyt_alpha`` (zhu2025dyt); ``"rmsnorm"``: zhang2019rmsnorm.
+    * ``ln_scaling``            the pre-branch norm of layer ℓ times 1/√ℓ (sun2025curse).
+    * ``qk_norm``               a norm on each head's queries and keys (dehghani2023vit22b,
+                                wortsman2023proxies).
+    * ``attn_softcap`` / ``logit_softcap``   c · tanh(x / c) on the attention logits / the
+                                output logits (gemma2024).
     """
 
     src_vocab: int = 36
@@ -230,6 +256,11 @@ class ModelConfig(_Replaceable):
     positions: str = "sinusoidal"
     max_len: int = 256
     admin_profiling: str = "train"  # init='admin': profile with dropout on ('train', the authors' way) or off ('eval')
+    dyt_alpha: float = 0.5  # norm='dyt': the initial α of γ ⊙ tanh(α x) + β (zhu2025dyt)
+    ln_scaling: bool = False  # the pre-branch norm of layer ℓ times 1/√ℓ (sun2025curse)
+    qk_norm: bool = False  # a norm (cfg.norm, over d_h) on queries and keys (dehghani2023vit22b)
+    attn_softcap: float | None = None  # c · tanh(s / c) on the attention logits s (gemma2024)
+    logit_softcap: float | None = None  # c · tanh(z / c) on the output logits z (gemma2024)
 
     def __post_init__(self):
         _validate(self, _MODEL_RULES)
@@ -246,17 +277,32 @@ class ModelConfig(_Replaceable):
             self.dec_placement = self.placement
         needs = INITS[self.init]
         if needs is not None:
-            for stack, p, n in (("enc", self.enc_placement, self.n_enc), ("dec", self.dec_placement, self.n_dec)):
-                if n and p not in needs:
+            for stack, p in self._stack_placements():
+                if p not in needs:
                     raise ValueError(
                         f"init={self.init!r} needs {stack}_placement in {needs}, got {stack}_placement={p!r}"
                     )
+        if self.ln_scaling:
+            for stack, p in self._stack_placements():
+                if p not in PRE_NORM:
+                    raise ValueError(
+                        f"ln_scaling=True scales the norm on a branch's input, which {stack}_placement={p!r} "
+                        f"has not; it needs {stack}_placement in {PRE_NORM}"
+                    )
+        if self.dyt_alpha != 0.5 and self.norm != "dyt":
+            raise ValueError(f"dyt_alpha={self.dyt_alpha} is the initial α of norm='dyt' and has no effect "
+                             f"with norm={self.norm!r}; leave it at 0.5 or set norm='dyt'")
         if self.tie_embeddings and self.kind == "encoder" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
                 f"tie_embeddings=True in an encoder-only model (n_dec=0) shares the source embedding with the "
                 f"output projection: it needs src_vocab == tgt_vocab, got src_vocab={self.src_vocab}, "
                 f"tgt_vocab={self.tgt_vocab}"
             )
+
+    def _stack_placements(self) -> list:
+        """[('enc', enc_placement), ('dec', dec_placement)] for the stacks that have layers."""
+        return [(s, p) for s, p, n in (("enc", self.enc_placement, self.n_enc), ("dec", self.dec_placement, self.n_dec))
+                if n]
 
     @property
     def kind(self) -> str:

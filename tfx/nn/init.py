@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .blocks import Attention, FeedForward, Residual
+from .blocks import NORM_TYPES, Attention, FeedForward, Residual
 from .constants import admin_omega_profiling_free, deepnorm_constants, tfixup_scale_factors
 from .hooks import attached, loss_on, mode
 
@@ -41,10 +41,8 @@ def value_output_ffn(stack):
 @torch.no_grad()
 def _reset_norms_and_residuals(model):
     for m in model.modules():
-        if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
-            nn.init.ones_(m.weight)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+        if isinstance(m, NORM_TYPES):  # γ = 1, β = 0; DyT's α its initial value
+            m.reset_parameters()
         if isinstance(m, Residual):
             if m.placement == "admin":
                 m.omega.fill_(1.0)
@@ -65,8 +63,8 @@ def xavier_linear_(lin: nn.Linear):
 def xavier(model):
     """The default (Vaswani et al. 2017; fairseq): every linear weight Xavier-uniform
     U(±sqrt(6/(fan_in+fan_out))) (Glorot & Bengio 2010), biases 0; token and learned
-    position embeddings N(0, d^{-1/2}) (a standard deviation); norms γ=1, β=0;
-    Admin's ω = 1 and ReZero's α = 0."""
+    position embeddings N(0, d^{-1/2}) (a standard deviation); norms γ=1, β=0
+    (DyT's α its initial ``dyt_alpha``); Admin's ω = 1 and ReZero's α = 0."""
     d = model.cfg.d_model
     for m in model.modules():
         if isinstance(m, nn.Linear):

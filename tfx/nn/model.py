@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .batch import BOS, EOS, PAD, Batch
-from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm
-from .config import ModelConfig
+from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm, softcap
+from .config import FINAL_NORM, ModelConfig
 from .constants import deepnorm_constants
 from .init import initialize
 
@@ -49,13 +49,15 @@ class Embedding(nn.Module):
 
 
 class Stack(nn.Module):
-    """N layers of one kind; Pre-LN stacks end with a final normalisation."""
+    """N layers of one kind, layer ℓ = 1, …, N; Pre-LN, Peri-LN, output-norm and Sub-LN stacks
+    end with a final normalisation (``config.FINAL_NORM``)."""
 
     def __init__(self, layer_cls, n: int, cfg: ModelConfig, placement: str, alpha: float = 1.0):
         super().__init__()
         self.placement = placement
-        self.layers = nn.ModuleList(layer_cls(cfg, placement, alpha) for _ in range(n))
-        self.final_norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if placement == "pre" else None
+        self.layers = nn.ModuleList(layer_cls(cfg, placement, alpha, layer=l) for l in range(1, n + 1))
+        self.final_norm = (make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.dyt_alpha)
+                           if placement in FINAL_NORM else None)
 
     def residuals(self) -> list:
         """[(name, Residual)] of this stack in forward order, names like 'layers.0.ffn'."""
@@ -139,7 +141,12 @@ class Transformer(nn.Module):
             h = self.decode(tgt_in, tgt_padded=tgt_padded)
         else:
             h = self.decode(tgt_in, self.encode(src, src_padded), src, tgt_padded, src_padded)
-        return self.out_proj(h)
+        return self.logits(h)
+
+    def logits(self, h):
+        """Output logits z = out_proj(h), soft-capped c · tanh(z / c) with ``logit_softcap`` = c (gemma2024)."""
+        z = self.out_proj(h)
+        return z if self.cfg.logit_softcap is None else softcap(z, self.cfg.logit_softcap)
 
     def loss(self, batch: Batch, label_smoothing: float = 0.0) -> dict:
         """Token-level cross-entropy (nats) on the next target token, PAD ignored; accuracy alongside."""
@@ -174,7 +181,7 @@ class Transformer(nn.Module):
         ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            nxt = self.out_proj(self.decode(ys, memory, src)[:, -1]).argmax(-1)
+            nxt = self.logits(self.decode(ys, memory, src)[:, -1]).argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
             ys = torch.cat([ys, nxt[:, None]], 1)
             done |= nxt == EOS
