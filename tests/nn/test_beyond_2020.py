@@ -426,3 +426,18 @@ def test_initialisers_of_other_placements_are_rejected(init, placement):
 def test_placement_free_initialisers_work_with_the_new_placements(init, placement):
     m = build_model(_cfg(placement=placement, init=init))
     assert torch.isfinite(_logits(m.cfg)).all()
+
+
+@pytest.mark.parametrize("kind", ["decoder", "encoder-decoder"])
+def test_every_option_on_still_compiles_to_one_graph(kind):
+    """The explicit attention path (soft-cap), QK-norm, DyT, Peri-LN, LayerNorm scaling and the
+    logit cap: no graph break in the loss the trainer compiles."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    m = build_model(_cfg(placement="peri-ln", norm="dyt", qk_norm=True, attn_softcap=5.0, logit_softcap=10.0,
+                         ln_scaling=True, **KINDS[kind]))
+    b = tfx.synthetic("reverse", vocab=8, length=6).batch(0, 4)
+    for padded in (True, False):
+        ex = torch._dynamo.explain(m.loss_and_accuracy)(b.src, b.tgt, 0.1, padded, padded)
+        assert ex.graph_break_count == 0 and ex.graph_count == 1, ex.break_reasons
