@@ -347,7 +347,7 @@ def test_logit_softcap_by_hand():
 def test_logit_softcap_reaches_the_training_loss():
     b = tfx.synthetic("reverse", vocab=8, length=5).batch(0, 4)
     cfg = ModelConfig.for_task(tfx.synthetic("reverse", vocab=8, length=5), d_model=16, n_heads=2, d_ffn=32)
-    losses = [float(build_model(cfg.replace(logit_softcap=c)).loss(b)["loss"]) for c in (None, 0.1)]
+    losses = [build_model(cfg.replace(logit_softcap=c)).loss(b)["loss"].item() for c in (None, 0.1)]
     assert losses[1] == pytest.approx(math.log(cfg.tgt_vocab), abs=0.05)  # logits within ±0.1: ≈ uniform
     assert abs(losses[0] - losses[1]) > 1e-3
 
