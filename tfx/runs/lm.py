@@ -49,6 +49,8 @@ class LanguageModelTask(TranslationTask):
     decoder-only LM: a :class:`TranslationTask` (same shuffling, token batching, chance loss)
     whose batches carry only ``tgt`` = [BOS] + tokens + [EOS]."""
 
+    floor_loss = 0.0  # the text's own entropy is unknown
+
     def __init__(self, name: str, sentences: dict[str, Sequence[str]], sp_model: str | os.PathLike,
                  max_len: int = 64, seed: int = 0):
         super().__init__(name, {split: [("", s) for s in ss] for split, ss in sentences.items()},
