@@ -65,15 +65,19 @@ def attention_entropy(scores: torch.Tensor, allowed: torch.Tensor, real: torch.T
     return (h * w[:, None]).sum((0, 2)) / w.sum().clamp(min=1)
 
 
-def masked_var(x: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:
-    """Variance of the entries of ``x`` (B, L, d) at the real positions (``real`` (B, L); None: all)."""
+def masked_mean(x: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:
+    """Mean of the entries of ``x`` (B, L, d) at the real positions (``real`` (B, L); None: all)."""
     x = x.float()
     if real is None:
-        return x.var(unbiased=False)
+        return x.mean()
     w = real[..., None].to(x.dtype).expand_as(x)
-    n = w.sum().clamp(min=1)
-    mean = (x * w).sum() / n
-    return ((x - mean).square() * w).sum() / n
+    return (x * w).sum() / w.sum().clamp(min=1)
+
+
+def masked_var(x: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:
+    """Var x = E (x − E x)² over the entries of ``x`` (B, L, d) at the real positions."""
+    x = x.float()
+    return masked_mean((x - masked_mean(x, real)).square(), real)
 
 
 class Probes:
@@ -91,24 +95,25 @@ class Probes:
         self.dyt_names = [name for name, _, _ in self.dyt]
         self.n_heads = model.cfg.n_heads
         embeds = {"encoder": getattr(model, "src_embed", None), "decoder": getattr(model, "tgt_embed", None)}
-        self._hooks = [(embeds[s], self._real_tokens(s)) for s in stacks]
-        self._streams = [(res, self._stream(s, i)) for i, (_, s, res) in enumerate(residuals)]
-        self._streams += [(stack, self._output(s, len(residuals) + j)) for j, (s, stack) in enumerate(stacks.items())]
-        self._attn = [(f, self._scores(s, i)) for i, (_, s, f) in enumerate(self.attention)]
-        self._dyt = [(m, self._saturated(s, i)) for i, (_, s, m) in enumerate(self.dyt)]
-        self.real: dict = {}
+        n = len(residuals)
+        self._before = ([(embeds[s], self._real_tokens(s)) for s in stacks]  # forward pre-hooks: inputs
+                        + [(res, self._stream(s, i)) for i, (_, s, res) in enumerate(residuals)])
+        self._after = ([(stack, self._output(s, n + j)) for j, (s, stack) in enumerate(stacks.items())]  # forward hooks
+                       + [(f, self._scores(s, i)) for i, (_, s, f) in enumerate(self.attention)]
+                       + [(m, self._saturated(s, i)) for i, (_, s, m) in enumerate(self.dyt)])
+        self.real: dict = {}  # stack → (B, L) True at real tokens, set as each stack's ids are embedded
         self._clear()
         self._attached = contextlib.ExitStack()
 
     def _clear(self):
         nan = float("nan")
-        self.values = {"attn_logit_max": [nan] * len(self.attention), "attn_entropy": [[nan] * self.n_heads] * len(self.attention),
+        a = len(self.attention)
+        self.values = {"attn_logit_max": [nan] * a, "attn_entropy": [[nan] * self.n_heads] * a,
                        "stream_var": [nan] * len(self.stream_names), "dyt_saturated": [nan] * len(self.dyt)}
 
     def __enter__(self):
-        self._attached.enter_context(attached(self._hooks, "forward_pre"))
-        self._attached.enter_context(attached(self._streams[: len(self.sublayers)], "forward_pre"))
-        self._attached.enter_context(attached(self._streams[len(self.sublayers):] + self._attn + self._dyt, "forward"))
+        self._attached.enter_context(attached(self._before, "forward_pre"))
+        self._attached.enter_context(attached(self._after, "forward"))
         return self
 
     def __exit__(self, *exc):
@@ -145,17 +150,15 @@ class Probes:
     def _saturated(self, stack, i):
         @torch.no_grad()
         def hook(m, args, kwargs, out):
-            sat = (torch.tanh(m.alpha * args[0].detach().float()).abs() > DYT_SATURATED).float()
-            real = self.real.get(stack)
-            w = torch.ones_like(sat) if real is None else real[..., None].to(sat.dtype).expand_as(sat)
-            self.values["dyt_saturated"][i] = (sat * w).sum() / w.sum().clamp(min=1)
+            saturated = torch.tanh(m.alpha * args[0].detach().float()).abs() > DYT_SATURATED
+            self.values["dyt_saturated"][i] = masked_mean(saturated, self.real.get(stack))
         return hook
 
     # -- reading
     def row(self) -> torch.Tensor:
         """The last forward pass's numbers, flattened into one device tensor (nan where unrecorded)."""
         v = self.values
-        parts = [*v["attn_logit_max"], *(torch.as_tensor(e) for e in v["attn_entropy"]), *v["stream_var"], *v["dyt_saturated"]]
+        parts = [*v["attn_logit_max"], *v["attn_entropy"], *v["stream_var"], *v["dyt_saturated"]]
         self._clear()
         if not parts:
             return torch.zeros(0)

@@ -440,7 +440,7 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
     for step in range(start + 1, cfg.steps + 1):
         logged = step % cfg.log_every == 0 or step == cfg.steps
         record_update = logged and cfg.record_updates
-        probing = probes is not None and logged
+        probing = probes is not None and logged  # hooks see eager modules: a probed step is not compiled
         with contextlib.ExitStack() as hooks:
             w = hooks.enter_context(Watch(model)) if cfg.watch_every and step % cfg.watch_every == 0 else None
             if probing:
