@@ -490,9 +490,9 @@ def _read_back(hist, pending, diverge_loss, check_grads, probes=None):
     (or whose gradient is not finite, unless a gradient scaler skips those). Step 1's loss is
     measured before any update: it is where the run starts, never a divergence."""
     rows = torch.stack([rec for *_, rec, _ in pending]).tolist()
-    probed = [row for *_, row in pending if row is not None]
-    probed = dict(zip([step for step, *_, row in pending if row is not None],
-                      torch.stack(probed).tolist() if probed else []))
+    probed = [(step, row) for step, *_, row in pending if row is not None]
+    values = torch.stack([row for _, row in probed]).tolist() if probed else []
+    probed = {step: v for (step, _), v in zip(probed, values)}  # step → that step's probe values
     meta = [(step, lr, logged) for step, lr, logged, *_ in pending]
     pending.clear()
     for (step, lr, logged), (loss, acc, grad_norm, upd, log_z, log_z_absmax) in zip(meta, rows):
