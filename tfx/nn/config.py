@@ -47,6 +47,7 @@ INITS = {
 AMP_DTYPES = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
 SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
+WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
 
@@ -330,10 +331,12 @@ _TRAIN_RULES = {
     "eps": _rule(_check_positive),
     "momentum": _rule(_check_prob),
     "weight_decay": _rule(_check_number, low=0),
+    "weight_decay_mode": _rule(_check_choice, WEIGHT_DECAY_MODES),
     "schedule": _rule(_check_choice, SCHEDULES),
     "warmup": _rule(_check_int, 0),
     "clip": _rule(_check_positive, optional=True),
     "label_smoothing": _rule(_check_prob),
+    "z_loss": _rule(_check_number, low=0),
     "seed": _rule(_check_int, 0, high=SEED_LIMIT),
     "data_seed": _rule(_check_int, 0, high=SEED_LIMIT, optional=True),
     "device": _rule(_check_device, optional=True),
@@ -352,6 +355,7 @@ _TRAIN_RULES = {
     "bleu_sentences": _rule(_check_int, 0),
     "diagnose": _rule(_check_bool),
     "watch_every": _rule(_check_int, 0),
+    "probes": _rule(_check_bool),
 }
 
 
@@ -363,6 +367,16 @@ class TrainConfig(_Replaceable):
       ``constant``      lr, after a linear warmup if w > 0
       ``inverse-sqrt``  lr · min(t/w, sqrt(w/t))  (Vaswani et al.; w=0: constant)
       ``linear-decay``  linear warmup to lr, then linearly to 0 at ``steps``
+
+    Weight decay λ = ``weight_decay``, by ``weight_decay_mode``:
+      ``coupled``      the optimiser's own: Adam's and SGD's L2 term λθ in the gradient,
+                       AdamW's decoupled θ ← θ − lr_t·λ·θ (loshchilov2019adamw), which scales with the peak lr
+      ``independent``  θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not the peak lr
+                       (wortsman2023proxies §3.2.2); AdamW only
+
+    ``z_loss`` = c adds c · mean over real tokens of (log Z)², log Z the log partition
+    function of the output softmax (chowdhery2022palm; wortsman2023proxies); the recorded
+    losses stay the cross-entropy.
     """
 
     steps: int = 200
@@ -373,10 +387,12 @@ class TrainConfig(_Replaceable):
     eps: float = 1e-8
     momentum: float = 0.9  # SGD only
     weight_decay: float = 0.0
+    weight_decay_mode: str = "coupled"  # or 'independent' of the peak lr (AdamW only), see above
     schedule: str = "constant"
     warmup: int = 0
     clip: float | None = None  # max global gradient norm
     label_smoothing: float = 0.0
+    z_loss: float = 0.0  # c in c · mean (log Z)², added to the training objective (PaLM: 1e-4)
     seed: int = 0  # initial weights, dropout, and (unless data_seed is set) the order of the data
     data_seed: int | None = None  # the training batches' stream (tfx.runs.train.data_step); None: seed
     device: str | None = None  # None: cuda when present, else cpu
@@ -397,6 +413,7 @@ class TrainConfig(_Replaceable):
     bleu_sentences: int = 100  # translation: BLEU on the first N validation sentences at each evaluation
     diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
     watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
+    probes: bool = False  # at each logged step record attention logits and entropy, stream variance, DyT saturation (tfx.runs.probes)
 
     def __post_init__(self):
         _validate(self, _TRAIN_RULES)
@@ -406,5 +423,8 @@ class TrainConfig(_Replaceable):
             raise ValueError(
                 f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}"
             )
+        if self.weight_decay_mode == "independent" and self.optimizer != "adamw":
+            raise ValueError(f"weight_decay_mode='independent' needs optimizer='adamw' (decoupled weight decay), "
+                             f"got optimizer={self.optimizer!r}")
         if self.amp is False and self.amp_dtype not in (None, "fp32"):
             raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")
