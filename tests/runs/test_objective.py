@@ -9,7 +9,6 @@ import tfx
 from tfx import ModelConfig, TrainConfig, build_model, train
 from tfx.nn.batch import BOS, EOS, PAD, Batch
 from tfx.nn.optim import lr_at, make_optimizer
-from tfx.runs.train import optimizer_config
 
 TASK = tfx.synthetic("reverse", vocab=8, length=6)
 
@@ -81,11 +80,11 @@ def test_torch_adamw_decays_by_lr_times_weight_decay():
     """The algebra independent decay rests on: with zero gradients AdamW's step is θ ← θ − lr·λ·θ,
     so λ' = λ/η_max gives θ ← θ − λ·(η_t/η_max)·θ."""
     lam, peak = 0.1, 1e-2
-    cfg = optimizer_config(TrainConfig(optimizer="adamw", lr=peak, weight_decay=lam, weight_decay_mode="independent",
-                                       schedule="linear-decay", warmup=2, steps=6))
-    assert cfg.weight_decay == pytest.approx(lam / peak)
+    cfg = TrainConfig(optimizer="adamw", lr=peak, weight_decay=lam, weight_decay_mode="independent",
+                      schedule="linear-decay", warmup=2, steps=6)
     p = torch.nn.Parameter(torch.full((3,), 2.0))
     opt = make_optimizer([p], cfg, torch.device("cpu"))
+    assert opt.param_groups[0]["weight_decay"] == pytest.approx(lam / peak)
     want = 2.0
     for t in range(1, 6):
         opt.param_groups[0]["lr"] = lr_at(t, cfg)

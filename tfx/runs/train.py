@@ -251,15 +251,6 @@ def _clone(tree):
     return torch.utils._pytree.tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, tree)
 
 
-def optimizer_config(cfg: TrainConfig) -> TrainConfig:
-    """The config :func:`make_optimizer` builds from. ``weight_decay_mode='independent'``
-    (wortsman2023proxies §3.2.2): AdamW decays θ ← θ − lr_t·λ'·θ (loshchilov2019adamw), so
-    λ' = λ / lr (the peak) gives θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not its height."""
-    if cfg.weight_decay_mode == "independent":
-        return cfg.replace(weight_decay=cfg.weight_decay / cfg.lr, weight_decay_mode="coupled")
-    return cfg
-
-
 SNAPSHOT_EVERY = 8  # steps between the states a divergence replay can start from
 
 
@@ -269,7 +260,7 @@ class _Run:
     def __init__(self, model, task, cfg: TrainConfig, device):
         self.model, self.task, self.cfg, self.device = model, task, cfg, device
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.opt = make_optimizer(self.params, optimizer_config(cfg), device)
+        self.opt = make_optimizer(self.params, cfg, device)
         self.amp = _amp_dtype(device, cfg)
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
         self.loss_fn = torch.compile(model.loss_and_accuracy) if cfg.compile else model.loss_and_accuracy
