@@ -167,6 +167,9 @@ TRAIN_SPEC = {
     "bleu_sentences": integers(0),
     "diagnose": booleans(),
     "watch_every": integers(0),
+    "z_loss": numbers(0),
+    "weight_decay_mode": choices(["coupled", "independent"]),
+    "probes": booleans(),
 }
 # other fields a good value needs (the cross-field rules); default: none
 COMPANIONS = {
@@ -174,6 +177,7 @@ COMPANIONS = {
     "checkpoint_every": lambda v: {"checkpoint_path": "run.pt"},
     "dyt_alpha": lambda v: {"norm": "dyt"},  # the initial α of DyT: rejected with another norm
     "ln_scaling": lambda v: {"placement": "pre"},  # scales a norm on the branch's input
+    "weight_decay_mode": lambda v: {"optimizer": "adamw"},  # 'independent' rescales AdamW's decay
 }
 # how an accepted value is stored; default: equal to the value given
 STORED = {
