@@ -203,3 +203,4 @@ def test_a_recorded_run_keeps_its_probes(tmp_path):
                  "log_z", "log_z_absmax"):
         assert getattr(back.history, name) == getattr(hist, name), name
     assert back.train_config.probes is True
+

@@ -22,20 +22,13 @@ import math
 
 import numpy as np
 
-from ..runs import outcome, results
+from ..runs import outcome, results, traces
 from .explorer import Explorer, Panel
 
 # One colour per seed (ColorBrewer Dark2): seeds are runs of one setting, not schemes.
 SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")
 REFERENCE_COLOR = "#444444"
 
-
-def _per_step(field: str, reduce):
-    """y of a probe recorded per module (and head) at each probe step: ``reduce`` over the rest."""
-    def y(h):
-        rows = getattr(h, field)
-        return [float(reduce(np.asarray(r, dtype=float))) if np.size(r) else math.nan for r in rows]
-    return y
 
 
 # What a panel can show: {name: (title, History field of x, History field of y — or a function
@@ -45,10 +38,10 @@ CURVES = {
     "eval_loss": ("validation loss, at each evaluation", "eval_step", "eval_loss", "loss (nats/token)", True),
     "update_norm": ("update size per step", "step", "update_norm", "‖Δθ‖ of the step", True),
     "grad_norm": ("gradient norm (before clipping)", "step", "grad_norm", "‖∂L/∂θ‖", True),
-    "attn_logit_max": ("largest attention logit, any layer", "probe_step", _per_step("attn_logit_max", np.max),
-                       "max |q·k|/√d_h", True),
-    "attn_entropy_min": ("lowest attention entropy, any head", "probe_step", _per_step("attn_entropy", np.min),
-                         "entropy (nats)", False),
+    "attn_logit_max": ("largest attention logit, any layer", "probe_step",
+                       lambda h: traces.trace(h, "attn_logit_max")[1], "max |q·k|/√d_h", True),
+    "attn_entropy_min": ("lowest attention entropy, any head", "probe_step",
+                         lambda h: traces.trace(h, "attn_entropy_min")[1], "entropy (nats)", False),
     "log_z": ("output log Z, mean over tokens", "step", "log_z", "log Z (nats)", False),
 }
 MAX_POINTS = 400  # a longer history is thinned to every k-th logged point (the page stays small)
