@@ -221,8 +221,8 @@ CLAIMS = [
           "output norm bound it, and 1/√ℓ slows it (init half measured here; after training: not yet).",
           ("15-norms-after-2020", "at init, {pl1_depth} layers: the stream's mean square grows "
                                   "{pl1_slope_pre:.2f} per layer in Pre-LN, {pl1_slope_peri:.2f} in "
-                                  "Peri-LN, {pl1_slope_out:.2f} with the output norm (so these "
-                                  "{pl1_peri_verdict}: not reproduced at init); with 1/√ℓ it ends at "
+                                  "Peri-LN, {pl1_slope_out:.2f} with the output norm (they "
+                                  "{pl1_outnorms_verdict} at init); with 1/√ℓ it ends at "
                                   "{pl1_scaled_over_pre:.2f}× Pre-LN's, growing like ln ℓ")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
