@@ -633,3 +633,91 @@ def test_AD_3_quality_half_admin_does_not_end_closer_to_the_floor_than_pre_ln_at
     admin, pre = best("Admin")["per_seed"], best("Pre-LN")["per_seed"]
     assert len(admin) >= 3 and all(admin[s]["best"] > pre[s]["best"] for s in admin)
     assert np.median([v["best"] for v in admin.values()]) > np.median([v["best"] for v in pre.values()]) + 0.03
+
+
+# ============================================================== RN-1, DY-1, PL-1 (init halves)
+# Normalisation after 2020 (chapter 15). The training halves of these claims come with the
+# recorded learning-rate sweep; these tests check what holds at initialisation.
+
+
+def test_RN_1_rmsnorm_jacobian_spectral_norm():
+    """J_RMS = (√d/s)(I − xxᵀ/s²), s² = ‖x‖² + d·eps, ‖J_RMS‖₂ = √d/s: sympy, autograd vs
+    formula to 1e-9 relative, log-log slope −1 against ‖x‖; and it is *not* LayerNorm's
+    (a non-centred input gives a different norm)."""
+    assert jacobian.derive_rmsnorm_jacobian(d=3, with_eps=True).equal
+    g = torch.Generator().manual_seed(0)
+    for d in (4, 32, 256):
+        for scale in (0.01, 1.0, 100.0):
+            for eps in (0.0, 1e-5):
+                x = scale * torch.randn(d, generator=g, dtype=torch.float64) + 0.5
+                module = torch.nn.RMSNorm(d, eps=eps).double()
+                J = torch.autograd.functional.jacobian(module, x, vectorize=True)
+                J_f = jacobian.rmsnorm_jacobian(x, eps=eps)
+                assert float((J - J_f).norm() / J_f.norm()) < 1e-9
+                s = float(x @ x + d * eps) ** 0.5
+                assert jacobian.ln_jacobian_norm(x, module) == pytest.approx(d**0.5 / s, rel=1e-9)
+    u = torch.randn(64, generator=g, dtype=torch.float64) + 1.0
+    norms_ = np.logspace(-1, 3, 9)
+    js = [jacobian.ln_jacobian_norm(r * u / u.norm(), torch.nn.RMSNorm(64, eps=0.0).double()) for r in norms_]
+    slope, prefactor, r2 = fit.fit_loglog(norms_, js)
+    assert slope == pytest.approx(-1.0, abs=1e-6) and r2 > 0.999999 and prefactor == pytest.approx(8.0)
+    # with a mean of 1 per coordinate, ‖x − μ‖ < ‖x‖: LayerNorm's gain is larger
+    assert float(jacobian.layernorm_jacobian_norm(u)) > 1.2 * float(jacobian.rmsnorm_jacobian_norm(u))
+
+
+def test_DY_1_dyt_jacobian_bounded_and_large_alpha_saturates_at_init():
+    """DyT's Jacobian diag(γα(1 − tanh²(αx))) (sympy, autograd) never exceeds α·max|γ|, where
+    LayerNorm's grows without bound as the input shrinks; in a Pre-LN LM with DyT at init
+    (width 64, 4 layers, 2 seeds) the default α = 0.5 saturates < 2 % of units, α = 10 more
+    than 70 %, the share never falls as α grows, and each module's share is within
+    5 points of the Gaussian prediction erfc(artanh(0.99)/(√2 ασ))."""
+    from tfx.nn.blocks import DyT
+    from tfx.theory import norms
+
+    assert jacobian.derive_dyt_jacobian(d=3).equal
+    x = 1e-3 * torch.randn(64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    dyt = DyT(64, 0.5).double()
+    assert jacobian.ln_jacobian_norm(x, dyt) == pytest.approx(float(jacobian.dyt_jacobian_norm(x, 0.5)), rel=1e-9)
+    assert jacobian.ln_jacobian_norm(x, dyt) <= 0.5 + 1e-12
+    assert jacobian.ln_jacobian_norm(x, eps=1e-5) > 100  # LayerNorm at the same input
+
+    task = tfx.synthetic("reverse", length=8)
+    batch = task.batch(0, 16)
+    alphas = (0.05, 0.5, 2.0, 10.0)
+    mean_share = []
+    for alpha in alphas:
+        cfg = norms.lm_config(dict(placement="pre", norm="dyt", dyt_alpha=alpha), task, 4,
+                              d_model=64, n_heads=4, d_ffn=256)
+        shares = []
+        for seed in (0, 1):
+            for x_in, a in norms.dyt_inputs(tfx.build_model(cfg, seed=seed), batch).values():
+                share = norms.saturated_share(x_in, a)
+                sigma = float(x_in.pow(2).mean().sqrt())
+                assert share == pytest.approx(norms.saturated_share_gaussian(a, sigma), abs=0.05)
+                shares.append(share)
+        mean_share.append(np.mean(shares))
+    assert mean_share[1] < 0.02 and mean_share[-1] > 0.7
+    assert np.all(np.diff(mean_share) >= 0)
+
+
+def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqrt_l_does():
+    """PL-1, init half, decoder-only LMs (width 64, 8 layers, 2 seeds). Pre-LN's stream mean
+    square grows linearly with the layer (R² > 0.95). Recorded non-reproduction: Peri-LN and
+    the output norm do NOT bound it at initialisation — each branch adds one unit per
+    coordinate, so the stream grows by ≈ 2 per layer (between 1.6 and 2.4), at least as fast as
+    Pre-LN's. LayerNorm scaling 1/√ℓ does slow it: its top stream is under half of Pre-LN's."""
+    from tfx.theory import norms
+
+    task = tfx.synthetic("reverse", length=8)
+    batch = task.batch(0, 16)
+    kw = dict(d_model=64, n_heads=4, d_ffn=256)
+    layers = np.arange(1, 9)
+    stream = {name: np.mean([norms.placement_diagnostics(norms.PLACEMENTS[name], 8, task, batch, seed=s,
+                                                         **kw)["stream"] for s in (0, 1)], axis=0)
+              for name in ("Pre-LN", "Peri-LN", "output-norm", "Pre-LN, 1/√ℓ")}
+    slope_pre, _, r2_pre = fit.fit_linear(layers, stream["Pre-LN"])
+    assert slope_pre > 0.5 and r2_pre > 0.95
+    for name in ("Peri-LN", "output-norm"):
+        slope = fit.fit_linear(layers, stream[name])[0]
+        assert 1.6 < slope < 2.4 and slope >= slope_pre, name
+    assert stream["Pre-LN, 1/√ℓ"][-1] < 0.5 * stream["Pre-LN"][-1]
