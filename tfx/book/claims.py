@@ -224,6 +224,28 @@ CLAIMS = [
                                   "Peri-LN, {pl1_slope_out:.2f} with the output norm (they "
                                   "{pl1_outnorms_verdict} at init); with 1/√ℓ it ends at "
                                   "{pl1_scaled_over_pre:.2f}× Pre-LN's, growing like ln ℓ")),
+    # After 2020: logits that grow (Wortsman et al. 2023's small-scale proxies)
+    Claim("LG-1", "wortsman2023proxies,dehghani2023vit22b", "§3.1.1, Fig. 2",
+          "Without a fix, the largest attention logit grows during training at high learning rates, "
+          "until attention is nearly one-hot and training fails.",
+          "At high learning rates the largest attention logit grows by orders of magnitude without QK-norm "
+          "and the loss stalls or diverges; with QK-norm it stays bounded and the run trains.",
+          ("14-logits-that-grow", "{claim-LG-1}")),
+    Claim("LG-2", "wortsman2023proxies", "§3.1.1, Fig. 1",
+          "QK-norm makes the final loss less sensitive to the learning rate.",
+          "The curve of final loss against the learning rate is flatter with QK-norm: a lower LR sensitivity.",
+          ("14-logits-that-grow", "{claim-LG-2}")),
+    Claim("ZL-1", "wortsman2023proxies,chowdhery2022palm", "§3.1.2, Fig. 3",
+          "Nothing in the cross-entropy holds the output's log Z; it can drift far from 0, and a z-loss "
+          "holds it.",
+          "Without z-loss, log Z of the output softmax drifts far from 0 at high learning rates; a z-loss "
+          "1e-4·(log Z)² keeps it near 0 at no cost in loss.",
+          ("14-logits-that-grow", "{claim-ZL-1}")),
+    Claim("EC-1", "zhai2023sigmareparam", "§3, Fig. 1",
+          "Attention entropy collapse goes with unstable training.",
+          "Runs that fail show their lowest per-head attention entropy collapsing, before their loss tells "
+          "them apart from runs that train.",
+          ("14-logits-that-grow", "{claim-EC-1}")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 
