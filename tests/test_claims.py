@@ -721,3 +721,56 @@ def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqr
         slope = fit.fit_linear(layers, stream[name])[0]
         assert 1.6 < slope < 2.4 and slope >= slope_pre, name
     assert stream["Pre-LN, 1/√ℓ"][-1] < 0.5 * stream["Pre-LN"][-1]
+
+
+# ---------------------------------------------------------------- after 2020: logits that grow
+from tfx.runs import traces  # noqa: E402
+
+
+def _logits_sides(recs, axes):
+    """The no-fix curve's best learning rate and, above it, the first at which no seed learned."""
+    lrs = axes["lr"]
+    k = int(np.argmin(sensitivity.median_curve(results.select(recs, fix="no fix"))[1]))
+    above = [lr for lr in lrs[k + 1:]
+             if not any(outcome.learned(r) for r in results.select(recs, fix="no fix", lr=lr))]
+    return lrs[k], above
+
+
+def _last(recs, name, **point):
+    return {r.seed: traces.trace(r.history, name)[1][-1] for r in results.select(recs, **point)}
+
+
+def test_LG_1_attention_logits_grow_without_qk_norm_at_high_learning_rates():
+    """Wortsman et al. §3.1.1 on a 2-layer LM (experiments/logits.toml, three seeds): above the
+    no-fix curve's best rate, at every rate where no seed without a fix learned, the largest
+    attention logit ends over 30 times QK-norm's and over 30 times its own first logged value
+    in every seed (book records: 60–80× at lr 3e-2, over 10⁴× at 3e-1), and QK-norm's held-out
+    loss ends lower than no fix's in every seed (paired by seed)."""
+    recs, axes = _book("logits")
+    best, high = _logits_sides(recs, axes)
+    assert high, "no learning rate above the best at which the no-fix runs all failed"
+    for lr in high:
+        none = _last(recs, "attn_logit_max", fix="no fix", lr=lr)
+        qk = _last(recs, "attn_logit_max", fix="QK-norm", lr=lr)
+        assert len(none) >= 3 and all(none[s] > 30 * qk[s] for s in none), lr
+        first = {r.seed: traces.trace(r.history, "attn_logit_max")[1][0]
+                 for r in results.select(recs, fix="no fix", lr=lr)}
+        assert all(none[s] > 30 * first[s] for s in none), lr
+        loss_none = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="no fix", lr=lr)}
+        loss_qk = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="QK-norm", lr=lr)}
+        assert all(loss_qk[s] < loss_none[s] for s in loss_none), lr
+    # at the best rate the logits stay moderate: growth is the high rates' doing
+    at_best = _last(recs, "attn_logit_max", fix="no fix", lr=best)
+    assert max(at_best.values()) * 5 < min(_last(recs, "attn_logit_max", fix="no fix", lr=high[0]).values())
+
+
+def test_LG_2_qk_norm_lowers_learning_rate_sensitivity_in_every_seed():
+    """Wortsman et al. Fig. 1 at CPU scale: QK-norm's LR sensitivity is below no fix's in every
+    seed, and it learns at more of the six learning rates in every seed."""
+    recs, _ = _book("logits")
+    none = sensitivity.summarize(results.select(recs, fix="no fix"))["per_seed"]
+    qk = sensitivity.summarize(results.select(recs, fix="QK-norm"))["per_seed"]
+    assert len(none) >= 3 and all(qk[s]["sensitivity"] < none[s]["sensitivity"] for s in none)
+    w_none = _windows(recs, fix="no fix")
+    w_qk = _windows(recs, fix="QK-norm")
+    assert all(w_qk[s] > w_none[s] for s in w_none)

@@ -27,14 +27,22 @@ from ..nn.hooks import attached, loss_on, mode, record_branches
 
 
 # ----------------------------------------------------------------- DyT saturation (DY-1)
-def saturated_share(x, alpha, threshold: float = 0.99) -> float:
-    """The share of the entries of ``x`` that DyT(x) = γ ⊙ tanh(α x) + β saturates:
-    ``mean(|tanh(α x)| > threshold)``, i.e. ``|x| > artanh(threshold)/|α|``. There
-    DyT's derivative γ α (1 − tanh²(α x)) is below ``|γ α| (1 − threshold²)``
-    (2 % of its largest value for 0.99). Pure: no model, no hooks (zhu2025dyt)."""
+DYT_SATURATED = 0.99  # |tanh(αx)| beyond this: DyT's derivative is below 2 % of its largest value
+
+
+def saturated(x: torch.Tensor, alpha, threshold: float = DYT_SATURATED) -> torch.Tensor:
+    """Where DyT(x) = γ ⊙ tanh(α x) + β saturates: the boolean ``|tanh(α x)| > threshold``, i.e.
+    ``|x| > artanh(threshold)/|α|``. A device tensor in, a device tensor out (no host read), so
+    a training probe can use it (``tfx.runs.probes``)."""
+    return torch.tanh(alpha * x).abs() > threshold
+
+
+def saturated_share(x, alpha, threshold: float = DYT_SATURATED) -> float:
+    """The share of the entries of ``x`` that DyT saturates (:func:`saturated`). There DyT's
+    derivative γ α (1 − tanh²(α x)) is below ``|γ α| (1 − threshold²)`` (2 % of its largest
+    value for 0.99). Pure: no model, no hooks (zhu2025dyt)."""
     x = torch.as_tensor(x)
-    alpha = float(alpha)
-    return float((torch.tanh(alpha * x.double()).abs() > threshold).double().mean())
+    return float(saturated(x.double(), float(alpha), threshold).double().mean())
 
 
 def saturated_share_gaussian(alpha, sigma, threshold: float = 0.99):
