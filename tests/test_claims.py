@@ -774,3 +774,35 @@ def test_LG_2_qk_norm_lowers_learning_rate_sensitivity_in_every_seed():
     w_none = _windows(recs, fix="no fix")
     w_qk = _windows(recs, fix="QK-norm")
     assert all(w_qk[s] > w_none[s] for s in w_none)
+
+
+def test_ZL_1_z_loss_does_not_hold_log_z_near_zero_at_book_scale():
+    """ZL-1, the recorded non-reproduction (experiments/logits.toml): the output's log Z starts
+    near ln V (about 7.6 nats) and, over 300 steps, the z-loss at PaLM's 1e-4 removes almost
+    none of its distance from 0 (book records: at most a few per cent, paired by seed and
+    learning rate), far from tfx.runs.traces.HELD_SHARE. Its other half, no cost in loss,
+    holds: each seed's best held-out loss with the z-loss is within 0.05 nats of no fix's."""
+    recs, _ = _book("logits")
+    none, z = results.select(recs, fix="no fix"), results.select(recs, fix="z-loss")
+    pulled = traces.pull_to_zero(z, none)
+    assert len(pulled) >= 18 and max(abs(p) for p in pulled) < 0.1 < traces.HELD_SHARE
+    best = lambda rs: sensitivity.summarize(rs)["per_seed"]  # noqa: E731
+    b_none, b_z = best(none), best(z)
+    assert all(abs(b_z[s]["best"] - b_none[s]["best"]) < 0.05 for s in b_none)
+
+
+def test_EC_1_failed_runs_entropy_parts_from_learned_runs_before_their_loss_does():
+    """Zhai et al.'s association, without a fix (experiments/logits.toml): the runs above the
+    best learning rate that did not learn have a lower lowest-head entropy than every run that
+    learned from some step on, and that step comes before the one from which their held-out
+    losses part (tfx.runs.traces.separation_step: runs against runs, no threshold)."""
+    recs, axes = _book("logits")
+    lrs = axes["lr"]
+    nofix = results.select(recs, fix="no fix")
+    k = int(np.argmin(sensitivity.median_curve(nofix)[1]))
+    failed = [r for r in nofix if not outcome.learned(r) and r.point["lr"] in lrs[k + 1:]]
+    learned = [r for r in nofix if outcome.learned(r)]
+    assert len(failed) >= 3 and learned
+    ent = traces.separation_step(failed, learned, "attn_entropy_min")
+    loss = traces.separation_step(learned, failed, "eval_loss")
+    assert ent is not None and (loss is None or ent < loss)

@@ -20,3 +20,18 @@ def test_trace_reduces_over_modules_and_separation_step_compares_runs():
     assert pr.trace(History(), "attn_logit_max") == ([], [])
     with pytest.raises(ValueError, match="name"):
         pr.trace(low, "logits")
+
+
+def test_pull_to_zero_pairs_runs_by_seed_and_learning_rate():
+    from types import SimpleNamespace as NS
+
+    from tfx.runs import traces as pr
+    from tfx.runs.train import History
+
+    def rec(seed, lr, log_z):
+        return NS(seed=seed, train_config=NS(lr=lr), history=History(step=[1, 2], log_z=[7.0, log_z]))
+
+    unfixed = [rec(0, 1e-2, 8.0), rec(1, 1e-2, -4.0), rec(0, 1e-1, 2.0)]
+    fixed = [rec(0, 1e-2, 2.0), rec(1, 1e-2, -4.0), rec(0, 1e-1, 3.0), rec(5, 1e-2, 0.0)]
+    assert pr.pull_to_zero(fixed, unfixed) == [0.75, 0.0, -0.5]  # the unpaired seed 5 is left out
+    assert 0 < pr.HELD_SHARE < 1

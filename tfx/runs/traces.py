@@ -50,3 +50,23 @@ def separation_step(below, above, name: str):
         if all(apart[k:]):
             return s
     return None
+
+
+HELD_SHARE = 0.5  # a fix holds a probe near 0 when it removes at least half its distance from 0
+
+
+def pull_to_zero(fixed, unfixed, name: str = "log_z") -> list:
+    """Per pair of runs (same seed and learning rate, one with a fix, one without): the share of
+    the distance from 0 that the fix removed from probe ``name`` at the end,
+    1 − |v_fix| / |v_none| (1: held at 0; 0: no effect; negative: pushed away). ZL-1 asks this
+    of the z-loss and the output's log Z; :data:`HELD_SHARE` is where "held near 0" begins."""
+    def key(r):
+        return (r.seed, r.train_config.lr)
+    none = {key(r): r for r in unfixed}
+    out = []
+    for r in fixed:
+        if key(r) in none:
+            v_fix = trace(r.history, name)[1][-1]
+            v_none = trace(none[key(r)].history, name)[1][-1]
+            out.append(1 - abs(v_fix) / abs(v_none) if v_none else float("nan"))
+    return out
