@@ -107,7 +107,8 @@ colab-check: $(STAMP)
 # not expected to finish within BUDGET minutes, so repeating the command fills in the rest.
 # Uses .venv where there is one, else the machine's python3 with tfx importable from here.
 GPU_PLAN := experiments/lr-sensitivity experiments/warmup-axis experiments/depth experiments/warmup \
-            experiments/warmup-fixes experiments/stability-map experiments/admin-profiling
+            experiments/warmup-fixes experiments/stability-map experiments/admin-profiling \
+            experiments/translation experiments/logits experiments/norms
 BUDGET ?= 9
 JOBS ?= 4
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))

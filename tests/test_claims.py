@@ -633,3 +633,176 @@ def test_AD_3_quality_half_admin_does_not_end_closer_to_the_floor_than_pre_ln_at
     admin, pre = best("Admin")["per_seed"], best("Pre-LN")["per_seed"]
     assert len(admin) >= 3 and all(admin[s]["best"] > pre[s]["best"] for s in admin)
     assert np.median([v["best"] for v in admin.values()]) > np.median([v["best"] for v in pre.values()]) + 0.03
+
+
+# ============================================================== RN-1, DY-1, PL-1 (init halves)
+# Normalisation after 2020 (chapter 15). The training halves of these claims come with the
+# recorded learning-rate sweep; these tests check what holds at initialisation.
+
+
+def test_RN_1_rmsnorm_jacobian_spectral_norm():
+    """J_RMS = (√d/s)(I − xxᵀ/s²), s² = ‖x‖² + d·eps, ‖J_RMS‖₂ = √d/s: sympy, autograd vs
+    formula to 1e-9 relative, log-log slope −1 against ‖x‖; and it is *not* LayerNorm's
+    (a non-centred input gives a different norm)."""
+    assert jacobian.derive_rmsnorm_jacobian(d=3, with_eps=True).equal
+    g = torch.Generator().manual_seed(0)
+    for d in (4, 32, 256):
+        for scale in (0.01, 1.0, 100.0):
+            for eps in (0.0, 1e-5):
+                x = scale * torch.randn(d, generator=g, dtype=torch.float64) + 0.5
+                module = torch.nn.RMSNorm(d, eps=eps).double()
+                J = torch.autograd.functional.jacobian(module, x, vectorize=True)
+                J_f = jacobian.rmsnorm_jacobian(x, eps=eps)
+                assert float((J - J_f).norm() / J_f.norm()) < 1e-9
+                s = float(x @ x + d * eps) ** 0.5
+                assert jacobian.ln_jacobian_norm(x, module) == pytest.approx(d**0.5 / s, rel=1e-9)
+    u = torch.randn(64, generator=g, dtype=torch.float64) + 1.0
+    norms_ = np.logspace(-1, 3, 9)
+    js = [jacobian.ln_jacobian_norm(r * u / u.norm(), torch.nn.RMSNorm(64, eps=0.0).double()) for r in norms_]
+    slope, prefactor, r2 = fit.fit_loglog(norms_, js)
+    assert slope == pytest.approx(-1.0, abs=1e-6) and r2 > 0.999999 and prefactor == pytest.approx(8.0)
+    # with a mean of 1 per coordinate, ‖x − μ‖ < ‖x‖: LayerNorm's gain is larger
+    assert float(jacobian.layernorm_jacobian_norm(u)) > 1.2 * float(jacobian.rmsnorm_jacobian_norm(u))
+
+
+def test_DY_1_dyt_jacobian_bounded_and_large_alpha_saturates_at_init():
+    """DyT's Jacobian diag(γα(1 − tanh²(αx))) (sympy, autograd) never exceeds α·max|γ|, where
+    LayerNorm's grows without bound as the input shrinks; in a Pre-LN LM with DyT at init
+    (width 64, 4 layers, 2 seeds) the default α = 0.5 saturates < 2 % of units, α = 10 more
+    than 70 %, the share never falls as α grows, and each module's share is within
+    5 points of the Gaussian prediction erfc(artanh(0.99)/(√2 ασ))."""
+    from tfx.nn.blocks import DyT
+    from tfx.theory import norms
+
+    assert jacobian.derive_dyt_jacobian(d=3).equal
+    x = 1e-3 * torch.randn(64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    dyt = DyT(64, 0.5).double()
+    assert jacobian.ln_jacobian_norm(x, dyt) == pytest.approx(float(jacobian.dyt_jacobian_norm(x, 0.5)), rel=1e-9)
+    assert jacobian.ln_jacobian_norm(x, dyt) <= 0.5 + 1e-12
+    assert jacobian.ln_jacobian_norm(x, eps=1e-5) > 100  # LayerNorm at the same input
+
+    task = tfx.synthetic("reverse", length=8)
+    batch = task.batch(0, 16)
+    alphas = (0.05, 0.5, 2.0, 10.0)
+    mean_share = []
+    for alpha in alphas:
+        cfg = norms.lm_config(dict(placement="pre", norm="dyt", dyt_alpha=alpha), task, 4,
+                              d_model=64, n_heads=4, d_ffn=256)
+        shares = []
+        for seed in (0, 1):
+            for x_in, a in norms.dyt_inputs(tfx.build_model(cfg, seed=seed), batch).values():
+                share = norms.saturated_share(x_in, a)
+                sigma = float(x_in.pow(2).mean().sqrt())
+                assert share == pytest.approx(norms.saturated_share_gaussian(a, sigma), abs=0.05)
+                shares.append(share)
+        mean_share.append(np.mean(shares))
+    assert mean_share[1] < 0.02 and mean_share[-1] > 0.7
+    assert np.all(np.diff(mean_share) >= 0)
+
+
+def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqrt_l_does():
+    """PL-1, init half, decoder-only LMs (width 64, 8 layers, 2 seeds). Pre-LN's stream mean
+    square grows linearly with the layer (R² > 0.95). Recorded non-reproduction: Peri-LN and
+    the output norm do NOT bound it at initialisation — each branch adds one unit per
+    coordinate, so the stream grows by ≈ 2 per layer (between 1.6 and 2.4), at least as fast as
+    Pre-LN's. LayerNorm scaling 1/√ℓ does slow it: its top stream is under half of Pre-LN's."""
+    from tfx.theory import norms
+
+    task = tfx.synthetic("reverse", length=8)
+    batch = task.batch(0, 16)
+    kw = dict(d_model=64, n_heads=4, d_ffn=256)
+    layers = np.arange(1, 9)
+    stream = {name: np.mean([norms.placement_diagnostics(norms.PLACEMENTS[name], 8, task, batch, seed=s,
+                                                         **kw)["stream"] for s in (0, 1)], axis=0)
+              for name in ("Pre-LN", "Peri-LN", "output-norm", "Pre-LN, 1/√ℓ")}
+    slope_pre, _, r2_pre = fit.fit_linear(layers, stream["Pre-LN"])
+    assert slope_pre > 0.5 and r2_pre > 0.95
+    for name in ("Peri-LN", "output-norm"):
+        slope = fit.fit_linear(layers, stream[name])[0]
+        assert 1.6 < slope < 2.4 and slope >= slope_pre, name
+    assert stream["Pre-LN, 1/√ℓ"][-1] < 0.5 * stream["Pre-LN"][-1]
+
+
+# ---------------------------------------------------------------- after 2020: logits that grow
+from tfx.runs import traces  # noqa: E402
+
+
+def _logits_sides(recs, axes):
+    """The no-fix curve's best learning rate and, above it, the first at which no seed learned."""
+    lrs = axes["lr"]
+    k = int(np.argmin(sensitivity.median_curve(results.select(recs, fix="no fix"))[1]))
+    above = [lr for lr in lrs[k + 1:]
+             if not any(outcome.learned(r) for r in results.select(recs, fix="no fix", lr=lr))]
+    return lrs[k], above
+
+
+def _last(recs, name, **point):
+    return {r.seed: traces.trace(r.history, name)[1][-1] for r in results.select(recs, **point)}
+
+
+def test_LG_1_attention_logits_grow_without_qk_norm_at_high_learning_rates():
+    """Wortsman et al. §3.1.1 on a 2-layer LM (experiments/logits.toml, three seeds): above the
+    no-fix curve's best rate, at every rate where no seed without a fix learned, the largest
+    attention logit ends over 30 times QK-norm's and over 30 times its own first logged value
+    in every seed (book records: 60–80× at lr 3e-2, over 10⁴× at 3e-1), and QK-norm's held-out
+    loss ends lower than no fix's in every seed (paired by seed)."""
+    recs, axes = _book("logits")
+    best, high = _logits_sides(recs, axes)
+    assert high, "no learning rate above the best at which the no-fix runs all failed"
+    for lr in high:
+        none = _last(recs, "attn_logit_max", fix="no fix", lr=lr)
+        qk = _last(recs, "attn_logit_max", fix="QK-norm", lr=lr)
+        assert len(none) >= 3 and all(none[s] > 30 * qk[s] for s in none), lr
+        first = {r.seed: traces.trace(r.history, "attn_logit_max")[1][0]
+                 for r in results.select(recs, fix="no fix", lr=lr)}
+        assert all(none[s] > 30 * first[s] for s in none), lr
+        loss_none = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="no fix", lr=lr)}
+        loss_qk = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="QK-norm", lr=lr)}
+        assert all(loss_qk[s] < loss_none[s] for s in loss_none), lr
+    # at the best rate the logits stay moderate: growth is the high rates' doing
+    at_best = _last(recs, "attn_logit_max", fix="no fix", lr=best)
+    assert max(at_best.values()) * 5 < min(_last(recs, "attn_logit_max", fix="no fix", lr=high[0]).values())
+
+
+def test_LG_2_qk_norm_lowers_learning_rate_sensitivity_in_every_seed():
+    """Wortsman et al. Fig. 1 at CPU scale: QK-norm's LR sensitivity is below no fix's in every
+    seed, and it learns at more of the six learning rates in every seed."""
+    recs, _ = _book("logits")
+    none = sensitivity.summarize(results.select(recs, fix="no fix"))["per_seed"]
+    qk = sensitivity.summarize(results.select(recs, fix="QK-norm"))["per_seed"]
+    assert len(none) >= 3 and all(qk[s]["sensitivity"] < none[s]["sensitivity"] for s in none)
+    w_none = _windows(recs, fix="no fix")
+    w_qk = _windows(recs, fix="QK-norm")
+    assert all(w_qk[s] > w_none[s] for s in w_none)
+
+
+def test_ZL_1_z_loss_does_not_hold_log_z_near_zero_at_book_scale():
+    """ZL-1, the recorded non-reproduction (experiments/logits.toml): the output's log Z starts
+    near ln V (about 7.6 nats) and, over 300 steps, the z-loss at PaLM's 1e-4 removes almost
+    none of its distance from 0 (book records: at most a few per cent, paired by seed and
+    learning rate), far from tfx.runs.traces.HELD_SHARE. Its other half, no cost in loss,
+    holds: each seed's best held-out loss with the z-loss is within 0.05 nats of no fix's."""
+    recs, _ = _book("logits")
+    none, z = results.select(recs, fix="no fix"), results.select(recs, fix="z-loss")
+    pulled = traces.pull_to_zero(z, none)
+    assert len(pulled) >= 18 and max(abs(p) for p in pulled) < 0.1 < traces.HELD_SHARE
+    best = lambda rs: sensitivity.summarize(rs)["per_seed"]  # noqa: E731
+    b_none, b_z = best(none), best(z)
+    assert all(abs(b_z[s]["best"] - b_none[s]["best"]) < 0.05 for s in b_none)
+
+
+def test_EC_1_failed_runs_entropy_parts_from_learned_runs_before_their_loss_does():
+    """Zhai et al.'s association, without a fix (experiments/logits.toml): the runs above the
+    best learning rate that did not learn have a lower lowest-head entropy than every run that
+    learned from some step on, and that step comes before the one from which their held-out
+    losses part (tfx.runs.traces.separation_step: runs against runs, no threshold)."""
+    recs, axes = _book("logits")
+    lrs = axes["lr"]
+    nofix = results.select(recs, fix="no fix")
+    k = int(np.argmin(sensitivity.median_curve(nofix)[1]))
+    failed = [r for r in nofix if not outcome.learned(r) and r.point["lr"] in lrs[k + 1:]]
+    learned = [r for r in nofix if outcome.learned(r)]
+    assert len(failed) >= 3 and learned
+    ent = traces.separation_step(failed, learned, "attn_entropy_min")
+    loss = traces.separation_step(learned, failed, "eval_loss")
+    assert ent is not None and (loss is None or ent < loss)

@@ -1,8 +1,9 @@
 """tfx: why Transformers are hard to train, in code that runs.
 
 Every residual/normalisation scheme and initialiser of the papers (Post-LN,
-Pre-LN, Admin, T-Fixup, Lipschitz init, ReZero, DeepNorm), the probes that
-measure them, and a trainer that survives divergence.
+Pre-LN, Admin, T-Fixup, Lipschitz init, ReZero, DeepNorm; after 2020 Peri-LN,
+OLMo 2's output norm, Sub-LN, DyT, LayerNorm scaling, QK-norm, soft-capping), the
+probes that measure them, and a trainer that survives divergence.
 
     import tfx
     data = tfx.load_corpus()

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
 GPU_CHAPTERS = {"11-warmup-adam.ipynb": ("warmup", "warmup-fixes"),
-                "12-depth-with-warmup.ipynb": ("depth", "lr-sensitivity", "warmup-axis", "stability-map")}
+                "12-depth-with-warmup.ipynb": ("depth", "lr-sensitivity", "warmup-axis", "stability-map"),
+                "14-logits-that-grow.ipynb": ("logits",)}
 
 
 def test_every_chapter_that_reads_gpu_records_is_tested_here():

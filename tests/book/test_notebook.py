@@ -1,6 +1,8 @@
 """tfx.book.notebook's glue readers: what the prose uses against what a run glued."""
 import json
 
+import pytest
+
 from tfx.book.notebook import glued_names, missing_glue, used_glue_names
 
 
@@ -15,3 +17,19 @@ def test_missing_glue_names_what_the_prose_uses_and_no_cell_glued(tmp_path):
     assert glued_names(outputs) == {"a"}
     assert missing_glue(nb, outputs) == ["b", "fig-c"]
     assert missing_glue(nb, outputs + [{"metadata": {"scrapbook": {"name": n}}} for n in ("b", "fig-c")]) == []
+
+
+def test_elapsed_counts_from_setup():
+    import time as _time
+
+    from tfx.book import notebook as nbk
+
+    nbk._STARTED.clear()
+    with pytest.raises(RuntimeError, match="setup"):
+        nbk.elapsed()
+    nbk.setup("quick")
+    _time.sleep(0.05)
+    first = nbk.elapsed()
+    assert 0.05 <= first < 5
+    nbk.setup("quick")  # a second setup restarts the clock
+    assert nbk.elapsed() < first

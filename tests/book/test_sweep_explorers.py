@@ -179,3 +179,51 @@ def test_lr_sensitivity_explorer_shows_every_architecture_and_the_chosen_seeds()
                   key=lambda r: r.train_config.lr)
     assert other.points["seed 0"][1] == [r.history.eval_loss[-1] for r in pre0]  # the highlight moves
     assert len(right.lines) == len(lrs) and "LR sensitivity per seed" in left.note
+
+
+def test_logits_explorer_draws_the_probes_of_the_chosen_cell():
+    """The probe curves reduce each probe row over modules (and heads): the largest logit of
+    any layer, the lowest entropy of any head; the cell's control picks the runs."""
+    exp = Experiment.load(EXPERIMENTS / "logits")
+    grid = se.grid_axes(exp, "book")
+    recs = []
+    for f in grid["fix"]:
+        for lr in grid["lr"]:
+            for seed in (0, 1):
+                r = _record({"fix": f, "lr": lr}, seed)
+                grow = 100.0 if (f, lr) == ("no fix", grid["lr"][-1]) else 1.0
+                r.history.probe_step = [1, 20, 40]
+                r.history.attn_logit_max = [[3.0, 5.0], [4.0, 9.0 * grow], [2.0, 7.0 * grow]]
+                r.history.attn_entropy = [[[2.0, 1.5], [1.0, 2.5]], [[0.5, 2.0], [1.0, 1.0]], [[2.0, 2.0], [0.2, 2.0]]]
+                r.history.log_z = [7.0 + seed] * len(r.history.step)
+                recs.append(r)
+    e = se.logits_explorer(recs, exp, "book")
+    assert list(e.controls) == ["fix", "lr"]
+    loss, logit, entropy, log_z = e.panels(fix="no fix", lr=grid["lr"][-1])
+    xs, ys = logit.lines["seed 0"]
+    assert list(xs) == [1, 20, 40] and list(ys) == [5.0, 900.0, 700.0]
+    assert list(entropy.lines["seed 1"][1]) == [1.0, 0.5, 0.2]
+    assert list(log_z.lines["seed 1"][1])[:2] == [8.0, 8.0]
+    calm = e.panels(fix="QK-norm", lr=grid["lr"][-1])[1]
+    assert list(calm.lines["seed 0"][1]) == [5.0, 9.0, 7.0]
+
+
+def test_lr_curves_reads_any_axis():
+    """``axis`` picks which grid axis the curves are drawn per (a fix, not an architecture)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tfx.book.plot import FIX_COLORS, lr_curves
+
+    recs = [_record({"fix": f, "lr": f"{lr:g}"}, seed, lr=lr, end=0.3 + k * (f == "no fix"))
+            for f in ("no fix", "QK-norm") for k, lr in enumerate((1e-3, 1e-2, 1e-1)) for seed in (0, 1)]
+    fig, ax = plt.subplots()
+    lr_curves(ax, recs, ["no fix", "QK-norm"], axis="fix", colors=FIX_COLORS)
+    medians = {line.get_label(): line for line in ax.get_lines() if line.get_label() in ("no fix", "QK-norm")}
+    assert set(medians) == {"no fix", "QK-norm"}
+    assert medians["no fix"].get_color() == FIX_COLORS["no fix"]
+    assert medians["no fix"].get_ydata()[-1] > medians["QK-norm"].get_ydata()[-1]
+    fig2, ax2 = plt.subplots()
+    lr_curves(ax2, recs, ["no fix", "QK-norm"])  # by architecture: these records have none
+    assert not [line for line in ax2.get_lines() if line.get_label() in ("no fix", "QK-norm")]
+    plt.close("all")

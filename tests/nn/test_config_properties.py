@@ -101,10 +101,10 @@ PATH_GOOD = st.text(min_size=1, max_size=20)
 PATH_BAD = st.one_of(st.just(""), st.integers(), st.booleans(), st.floats(), st.binary(min_size=1, max_size=4),
                      st.lists(PATH_GOOD, max_size=2), st.builds(object))
 
-PLACEMENTS = ["post", "pre", "admin", "rezero", "deepnorm", "none"]
+PLACEMENTS = ["post", "pre", "admin", "rezero", "deepnorm", "none", "peri-ln", "output-norm", "sub-ln"]
 # the placement an initialiser is defined for (others work with any placement)
 INIT_PLACEMENT = {"xavier": "post", "lipschitz": "pre", "t-fixup": "none", "admin": "admin",
-                  "admin-profiling-free": "admin", "deepnorm": "deepnorm", "rezero": "rezero"}
+                  "admin-profiling-free": "admin", "deepnorm": "deepnorm", "rezero": "rezero", "subln": "sub-ln"}
 
 # field -> (good values, bad values)
 MODEL_SPEC = {
@@ -119,7 +119,7 @@ MODEL_SPEC = {
     "enc_placement": optional(choices(PLACEMENTS)),
     "dec_placement": optional(choices(PLACEMENTS)),
     "init": choices(list(INIT_PLACEMENT)),
-    "norm": choices(["layernorm", "rmsnorm"]),
+    "norm": choices(["layernorm", "rmsnorm", "dyt"]),
     "norm_eps": numbers(0, low_open=True),
     "activation": choices(["relu", "gelu"]),
     "attn_dropout": numbers(0, 1, high_open=True),
@@ -130,6 +130,11 @@ MODEL_SPEC = {
     "positions": choices(["sinusoidal", "learned"]),
     "max_len": integers(1),
     "admin_profiling": choices(["train", "eval"]),
+    "dyt_alpha": numbers(0, low_open=True),
+    "ln_scaling": booleans(),
+    "qk_norm": booleans(),
+    "attn_softcap": optional(numbers(0, low_open=True)),
+    "logit_softcap": optional(numbers(0, low_open=True)),
 }
 TRAIN_SPEC = {
     "steps": integers(1),
@@ -162,11 +167,17 @@ TRAIN_SPEC = {
     "bleu_sentences": integers(0),
     "diagnose": booleans(),
     "watch_every": integers(0),
+    "z_loss": numbers(0),
+    "weight_decay_mode": choices(["coupled", "independent"]),
+    "probes": booleans(),
 }
 # other fields a good value needs (the cross-field rules); default: none
 COMPANIONS = {
     "init": lambda v: {"placement": INIT_PLACEMENT[str(v)]},
     "checkpoint_every": lambda v: {"checkpoint_path": "run.pt"},
+    "dyt_alpha": lambda v: {"norm": "dyt"},  # the initial α of DyT: rejected with another norm
+    "ln_scaling": lambda v: {"placement": "pre"},  # scales a norm on the branch's input
+    "weight_decay_mode": lambda v: {"optimizer": "adamw"},  # 'independent' rescales AdamW's decay
 }
 # how an accepted value is stored; default: equal to the value given
 STORED = {

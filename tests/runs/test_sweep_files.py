@@ -182,7 +182,7 @@ def test_the_quick_experiments_run_end_to_end(tmp_path):
     assert sweep.summary(recs)  # the in-process helpers read file records too
 
 
-@pytest.mark.parametrize("name", ["warmup", "warmup-fixes", "depth", "stability-map", "admin-profiling", "lr-sensitivity", "warmup-axis"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "experiments").glob("*.toml")))
 def test_every_experiment_file_is_valid_in_every_profile(name):
     exp = Experiment.load(ROOT / "experiments" / name)  # checks every profile's runs
     sizes = {p: len(exp.runs(p)) for p in ("quick", "book", "full")}

@@ -31,6 +31,22 @@ def test_layer_dependency_pre_ln_is_the_papers_formula():
     np.testing.assert_allclose(out["branch_var"], np.array(stds[1:]) ** 2, rtol=1e-4)
 
 
+@pytest.mark.parametrize("placement", ["peri-ln", "output-norm", "sub-ln"])
+def test_layer_dependency_additive_placements_follow_the_stream(placement):
+    """Peri-LN, the output norm and Sub-LN add their branch to the stream (their norms sit
+    inside the branch), so β_{i,j} = std(a_j) / std(x_i) as for Pre-LN, with a_j the
+    branch after its norms; a Post-LN reading (a norm on the sum) would be wrong."""
+    m = _model(n_enc=3, n_dec=0, placement=placement)
+    beta = dependency.layer_dependency(m, BATCH)["encoder"]["beta"]
+    m.eval()
+    with torch.no_grad(), hooks.record_branches(m) as rec:
+        m.loss(BATCH)
+    r = rec["encoder"]
+    stds = [float(r[0]["x"].std())] + [float(x["f"].std()) for x in r]
+    x_last = r[5]["x"] + r[5]["f"]
+    np.testing.assert_allclose(beta[6], np.array(stds) / float(x_last.std()), rtol=1e-5)
+
+
 def test_layer_dependency_post_ln_first_row():
     """Post-LN: x_1 = LN(x_0 + a_1), so β_{1,j} = std(piece j)/std(x_0 + a_1) (LN rescales
     both pieces by the same factor, which cancels)."""

@@ -153,3 +153,52 @@ def test_ln_jacobian_norm_batches_and_rejects_bad_method():
     np.testing.assert_allclose(got, jacobian.layernorm_jacobian_norm(x, eps=0.0).numpy(), rtol=1e-9)
     with pytest.raises(ValueError, match="method"):
         jacobian.ln_jacobian_norm(x[0, 0], method="svd")
+
+
+# ----------------------------------------------------------------- RMSNorm and DyT (chapter 15)
+@pytest.mark.parametrize("d", [2, 5, 64])
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+def test_rmsnorm_jacobian_matches_autograd(d, eps):
+    g = torch.Generator().manual_seed(d)
+    for scale in (1e-2, 1.0, 1e2):
+        x = (torch.randn(d, generator=g, dtype=torch.float64) + 0.3) * scale
+        module = torch.nn.RMSNorm(d, eps=eps).double()
+        J = torch.autograd.functional.jacobian(module, x)
+        assert torch.allclose(J, jacobian.rmsnorm_jacobian(x, eps), rtol=1e-9, atol=1e-12 / scale)
+        expect = math.sqrt(d) / math.sqrt(float(x @ x) + d * eps)
+        assert float(jacobian.rmsnorm_jacobian_norm(x, eps)) == pytest.approx(expect, rel=1e-12)
+        assert jacobian.ln_jacobian_norm(x, module) == pytest.approx(expect, rel=1e-9)
+
+
+def test_rmsnorm_differs_from_layernorm_by_the_mean_direction():
+    x = torch.randn(6, dtype=torch.float64) + 2.0  # a large mean: plain and centred norms differ
+    assert float(jacobian.rmsnorm_jacobian_norm(x)) < 0.9 * float(jacobian.layernorm_jacobian_norm(x))
+    ones = torch.ones(6, dtype=torch.float64)
+    assert float((jacobian.layernorm_jacobian(x) @ ones).norm()) < 1e-12  # LN kills 1
+    assert float((jacobian.rmsnorm_jacobian(x) @ ones).norm()) > 0.1     # RMSNorm does not
+
+
+def test_rmsnorm_and_dyt_derivations():
+    assert jacobian.derive_rmsnorm_jacobian(d=3, with_eps=True).equal
+    assert jacobian.derive_rmsnorm_jacobian(d=2, with_eps=False).equal
+    assert jacobian.derive_dyt_jacobian(d=2).equal
+
+
+def test_dyt_jacobian_matches_autograd_and_is_bounded_by_alpha_gamma():
+    from tfx.nn.blocks import DyT
+
+    g = torch.Generator().manual_seed(0)
+    for alpha in (0.1, 0.5, 3.0):
+        m = DyT(16, alpha).double()
+        with torch.no_grad():
+            m.weight.copy_(1 + 0.5 * torch.randn(16, generator=g, dtype=torch.float64))
+        gamma = m.weight.detach()
+        for scale in (1e-4, 1.0, 10.0):
+            x = scale * torch.randn(16, generator=g, dtype=torch.float64)
+            J = torch.autograd.functional.jacobian(m, x)
+            assert torch.allclose(J, jacobian.dyt_jacobian(x, alpha, gamma), atol=1e-12)
+            top = float(jacobian.dyt_jacobian_norm(x, alpha, gamma))
+            assert top <= alpha * float(gamma.abs().max()) + 1e-12
+        # a tiny input: the bound is reached (LayerNorm's gain would be huge there)
+        assert float(jacobian.dyt_jacobian_norm(1e-6 * torch.ones(16, dtype=torch.float64), alpha, gamma)) \
+            == pytest.approx(alpha * float(gamma.abs().max()), rel=1e-9)

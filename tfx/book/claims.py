@@ -137,7 +137,7 @@ CLAIMS = [
           "WMT'14 En-De 6/12/18 layers: Post-LN 27.80/failed/failed, Pre-LN 27.27/28.26/28.38, "
           "Admin 27.90/28.58/29.03 BLEU (with warmup); without warmup (IWSLT'14, lr × β2) Post-LN diverges "
           "in 7 of 15 settings, Pre-LN and Admin in none.",
-          ("12-depth-with-warmup", "{claim-AD-3}; quality: {ad3-quality}")),
+          ("12-depth-with-warmup", "{claim-AD-3}; quality: {ad3-quality}; {ad3-tr}")),
     # Huang et al. 2020: T-Fixup
     Claim("TF-1", "huang2020tfixup", "T-Fixup condition",
           "The T-Fixup condition for attention blocks.",
@@ -195,6 +195,57 @@ CLAIMS = [
                                  "under random noise DeepNorm's relative output change at {dg_depth} layers "
                                  "is ×{dg_dn_random_growth:.2f} its value at {dg_depth_min} (Post-LN's "
                                  "×{dg_post_random_growth:.1f})")),
+    # After 2020 (the book's own extension): init-time halves; the training halves come with
+    # the recorded learning-rate sweep
+    Claim("RN-1", "zhang2019rmsnorm", "RMSNorm (re-scaling without re-centring)",
+          "RMSNorm divides by the root mean square of its input, without LayerNorm's centring; "
+          "its Jacobian is LayerNorm's with the centring removed.",
+          "With unit gain and ε = 0 the Jacobian is (√d/‖x‖)(I − x̂x̂ᵀ), so its spectral norm is √d/‖x‖ "
+          "(LN-1 with ‖x‖ for ‖x−μ‖); it trains like LayerNorm at this scale (training half: not yet "
+          "measured).",
+          ("15-norms-after-2020", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
+                                  "log-log slope {rn1_slope:.4f}")),
+    Claim("DY-1", "zhu2025dyt", "Dynamic Tanh",
+          "Dynamic Tanh, γ ⊙ tanh(αx) + β with a learned scalar α, can stand in for every norm.",
+          "Its Jacobian is diag(γα(1 − tanh²(αx))), bounded by |α|·max|γ| whatever ‖x‖; too large an α "
+          "saturates most units at initialisation; with α set right it trains like LayerNorm (training "
+          "half: not yet measured).",
+          ("15-norms-after-2020", "Jacobian within {dy1_jac_rel_err:.0e} of the formula; in a "
+                                  "{dy1_depth}-layer Pre-LN LM at init {dy1_share_default:.2f} % of units "
+                                  "saturate at α = 0.5, half from α ≈ {dy1_alpha_half:.2g}, "
+                                  "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}")),
+    Claim("PL-1", "kim2025periln,sun2025curse,olmo2025", "Peri-LN; The Curse of Depth; OLMo 2",
+          "Pre-LN's residual stream grows with depth, so deep layers add little; a norm on each "
+          "branch's output or a 1/√ℓ factor on the norm of layer ℓ is said to bound the growth.",
+          "At initialisation Pre-LN's stream variance grows linearly with the layer; Peri-LN and the "
+          "output norm bound it, and 1/√ℓ slows it (init half measured here; after training: not yet).",
+          ("15-norms-after-2020", "at init, {pl1_depth} layers: the stream's mean square grows "
+                                  "{pl1_slope_pre:.2f} per layer in Pre-LN, {pl1_slope_peri:.2f} in "
+                                  "Peri-LN, {pl1_slope_out:.2f} with the output norm (they "
+                                  "{pl1_outnorms_verdict} at init); with 1/√ℓ it ends at "
+                                  "{pl1_scaled_over_pre:.2f}× Pre-LN's, growing like ln ℓ")),
+    # After 2020: logits that grow (Wortsman et al. 2023's small-scale proxies)
+    Claim("LG-1", "wortsman2023proxies,dehghani2023vit22b", "§3.1.1, Fig. 2",
+          "Without a fix, the largest attention logit grows during training at high learning rates, "
+          "until attention is nearly one-hot and training fails.",
+          "At high learning rates the largest attention logit grows by orders of magnitude without QK-norm "
+          "and the loss stalls or diverges; with QK-norm it stays bounded and the run trains.",
+          ("14-logits-that-grow", "{claim-LG-1}")),
+    Claim("LG-2", "wortsman2023proxies", "§3.1.1, Fig. 1",
+          "QK-norm makes the final loss less sensitive to the learning rate.",
+          "The curve of final loss against the learning rate is flatter with QK-norm: a lower LR sensitivity.",
+          ("14-logits-that-grow", "{claim-LG-2}")),
+    Claim("ZL-1", "wortsman2023proxies,chowdhery2022palm", "§3.1.2, Fig. 3",
+          "Nothing in the cross-entropy holds the output's log Z; it can drift far from 0, and a z-loss "
+          "holds it.",
+          "Without z-loss, log Z of the output softmax drifts far from 0 at high learning rates; a z-loss "
+          "1e-4·(log Z)² keeps it near 0 at no cost in loss.",
+          ("14-logits-that-grow", "{claim-ZL-1}")),
+    Claim("EC-1", "zhai2023sigmareparam", "§3, Fig. 1",
+          "Attention entropy collapse goes with unstable training.",
+          "Runs that fail show their lowest per-head attention entropy collapsing, before their loss tells "
+          "them apart from runs that train.",
+          ("14-logits-that-grow", "{claim-EC-1}")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 

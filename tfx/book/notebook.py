@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import torch
@@ -19,9 +20,13 @@ from ..runs.profiles import get_profile
 from .plot import use_style
 
 
+_STARTED: list = []  # when setup() ran: the page's clock for elapsed()
+
+
 def setup(profile: str | None = None, seed: int = 0, threads: int | None = None):
     """Choose the profile, apply the figure style, fix seeds, use ``threads`` CPU threads
-    (default 1); print and return the profile."""
+    (default 1); print and return the profile. Starts the clock :func:`elapsed` reads."""
+    _STARTED[:] = [time.perf_counter()]
     P = get_profile(profile)
     use_style()
     torch.manual_seed(seed)
@@ -30,6 +35,14 @@ def setup(profile: str | None = None, seed: int = 0, threads: int | None = None)
         torch.set_num_threads(threads or 1)
     print(P)
     return P
+
+
+def elapsed() -> float:
+    """Seconds since :func:`setup` ran in this kernel: a chapter glues it in its last cell, so
+    the run time its page states is the one measured when the page was executed."""
+    if not _STARTED:
+        raise RuntimeError("elapsed() needs notebook.setup() to have run first in this kernel")
+    return time.perf_counter() - _STARTED[0]
 
 
 def glue(name: str, value, display: bool = False):

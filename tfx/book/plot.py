@@ -158,11 +158,13 @@ def overlapping_tick_labels(fig) -> list:
 
 
 ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
+FIX_COLORS = {"no fix": "#7f7f7f", "QK-norm": "#1f77b4", "z-loss": "#ff7f0e", "soft-capping": "#9467bd"}
 
 
-def lr_curves(ax, records, archs, title: str = ""):
+def lr_curves(ax, records, archs, title: str = "", axis: str = "architecture", colors: dict | None = None):
     """Held-out loss at the end of each run against its learning rate (log axis), for each
-    architecture in ``archs`` (records' ``architecture`` axis): every seed thin, the median
+    variant in ``archs`` of the records' ``axis`` (default: ``architecture``; colours from
+    ``colors``, else the architecture's): every seed thin, the median
     over seeds bold; a diverged run is drawn as × at the loss it started from (Wortsman
     et al.'s cap, :func:`tfx.runs.sensitivity.lr_sensitivity`). Chance and, where above 0,
     the task's floor dashed."""
@@ -170,17 +172,17 @@ def lr_curves(ax, records, archs, title: str = ""):
     from ..runs.results import select
 
     for a in archs:
-        c = ARCH_COLORS.get(a, color(a.split()[0].lower()))
-        curves = sensitivity.curves(select(records, architecture=a))
+        c = (colors or {}).get(a) or ARCH_COLORS.get(a) or color(a.split()[0].lower())
+        mine = select(records, **{axis: a})
+        curves = sensitivity.curves(mine)
         for seed, (lrs, vals) in curves.items():
             ax.plot(lrs, vals, "-", color=c, lw=0.8, alpha=0.45)
-            start = next(sensitivity.start_loss(r) for r in select(records, architecture=a) if r.seed == seed)
+            start = next(sensitivity.start_loss(r) for r in mine if r.seed == seed)
             gone = [lr for lr, v in zip(lrs, vals) if not math.isfinite(v)]
             if gone:
                 ax.plot(gone, [start] * len(gone), "x", color=c, ms=7, mew=1.5)
         if curves:
-            ax.plot(*sensitivity.median_curve(select(records, architecture=a)), "-o", color=c, lw=2, ms=4,
-                    label=a)
+            ax.plot(*sensitivity.median_curve(mine), "-o", color=c, lw=2, ms=4, label=a)
     if records:
         h = records[0].history
         ax.axhline(h.chance_loss, color="0.5", ls=":", lw=1, label="chance")

@@ -22,19 +22,27 @@ import math
 
 import numpy as np
 
-from ..runs import outcome, results
+from ..runs import outcome, results, traces
 from .explorer import Explorer, Panel
 
 # One colour per seed (ColorBrewer Dark2): seeds are runs of one setting, not schemes.
 SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")
 REFERENCE_COLOR = "#444444"
 
-# What a panel can show: {name: (title, History field of x, History field of y, y label, log y)}.
+
+
+# What a panel can show: {name: (title, History field of x, History field of y — or a function
+# of the History giving y —, y label, log y)}. The probe curves need ``TrainConfig(probes=True)``.
 CURVES = {
     "loss": ("training loss", "step", "loss", "loss (nats/token)", True),
     "eval_loss": ("validation loss, at each evaluation", "eval_step", "eval_loss", "loss (nats/token)", True),
     "update_norm": ("update size per step", "step", "update_norm", "‖Δθ‖ of the step", True),
     "grad_norm": ("gradient norm (before clipping)", "step", "grad_norm", "‖∂L/∂θ‖", True),
+    "attn_logit_max": ("largest attention logit, any layer", "probe_step",
+                       lambda h: traces.trace(h, "attn_logit_max")[1], "max |q·k|/√d_h", True),
+    "attn_entropy_min": ("lowest attention entropy, any head", "probe_step",
+                         lambda h: traces.trace(h, "attn_entropy_min")[1], "entropy (nats)", False),
+    "log_z": ("output log Z, mean over tokens", "step", "log_z", "log Z (nats)", False),
 }
 MAX_POINTS = 400  # a longer history is thinned to every k-th logged point (the page stays small)
 
@@ -59,7 +67,7 @@ def seed_curve(rec, curve: str, max_points: int = MAX_POINTS):
     if curve not in CURVES:
         raise ValueError(f"curve={curve!r}: choose one of {', '.join(CURVES)}")
     _, xf, yf, _, _ = CURVES[curve]
-    xs, ys = getattr(rec.history, xf), getattr(rec.history, yf)
+    xs, ys = getattr(rec.history, xf), (yf(rec.history) if callable(yf) else getattr(rec.history, yf))
     n = min(len(xs), len(ys))
     xs, ys = np.asarray(xs[:n], dtype=float), np.asarray(ys[:n], dtype=float)
     if n > max_points:
@@ -281,3 +289,14 @@ def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | N
 
     return Explorer(axes, compute, default=default, title="Learning-rate sensitivity, every seed",
                     P=_stamp(records, profile), labels={"architecture": "highlight"})
+
+
+def logits_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
+    """Chapter 14 (LG-1, LG-2, ZL-1, EC-1): ``experiments/logits.toml``. Controls: the fix
+    (none, QK-norm, z-loss, soft-capping) and the learning rate. Panels: every seed's
+    validation loss, largest attention logit, lowest per-head attention entropy and output
+    log Z over training (recorded by ``tfx.runs.probes`` on the training step's own forward)."""
+    return grid_explorer(records, grid_axes(experiment, profile, ("fix", "lr")),
+                         curves=("eval_loss", "attn_logit_max", "attn_entropy_min", "log_z"),
+                         default=default, labels={"fix": "fix", "lr": "learning rate"},
+                         title="Logits over training, every seed", profile=profile)

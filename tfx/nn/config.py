@@ -22,9 +22,15 @@ from dataclasses import dataclass
 
 import torch
 
-# Where the residual connection and the normalisation sit (blocks.Residual).
-PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none")
-NORMS = ("layernorm", "rmsnorm")
+# Where the residual connection and the normalisation sit (blocks.Residual, its docstring's table).
+PLACEMENTS = ("post", "pre", "admin", "rezero", "deepnorm", "none", "peri-ln", "output-norm", "sub-ln")
+PRE_NORM = ("pre", "peri-ln", "sub-ln")  # a norm on the branch's input, N(x_{i-1})
+OUT_NORM = ("peri-ln", "output-norm")  # a norm on the branch's output, N_out(f_i(…))
+SUM_NORM = ("post", "admin", "deepnorm")  # a norm on the residual sum
+INNER_NORM = ("sub-ln",)  # a norm inside the branch (before out_proj and fc2)
+FINAL_NORM = ("pre", "peri-ln", "output-norm", "sub-ln")  # the stack ends with a norm
+# LayerNorm (Ba et al. 2016), RMSNorm (zhang2019rmsnorm), Dynamic Tanh (zhu2025dyt)
+NORMS = ("layernorm", "rmsnorm", "dyt")
 ACTIVATIONS = ("relu", "gelu")
 POSITIONS = ("sinusoidal", "learned")
 # Which initialiser (tfx.nn.init), and the placement each one is defined for (None: any).
@@ -36,10 +42,12 @@ INITS = {
     "admin-profiling-free": ("admin",),
     "deepnorm": ("deepnorm",),
     "rezero": ("rezero",),
+    "subln": ("sub-ln",),
 }
 AMP_DTYPES = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
 SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
+WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
 
@@ -196,6 +204,11 @@ _MODEL_RULES = {
     "positions": _rule(_check_choice, POSITIONS),
     "max_len": _rule(_check_int, 1),
     "admin_profiling": _rule(_check_choice, ("train", "eval")),  # tfx.nn.init.ADMIN_PROFILING
+    "dyt_alpha": _rule(_check_positive),
+    "ln_scaling": _rule(_check_bool),
+    "qk_norm": _rule(_check_bool),
+    "attn_softcap": _rule(_check_positive, optional=True),
+    "logit_softcap": _rule(_check_positive, optional=True),
 }
 
 
@@ -206,6 +219,20 @@ class ModelConfig(_Replaceable):
     ``placement`` sets both stacks; ``enc_placement`` / ``dec_placement`` override
     it per stack (e.g. Liu et al.'s Post-LN encoder with a Pre-LN decoder).
     ``n_dec=0`` gives an encoder-only model, ``n_enc=0`` a decoder-only LM.
+
+    After 2020 (papers by their ``book/references.bib`` key):
+
+    * ``placement="peri-ln"``   x + N_out(f(N_in(x))), a final norm (kim2025periln);
+      ``"output-norm"``         x + N(f(x)), OLMo 2's reordered norm, a final norm (olmo2025);
+      ``"sub-ln"``              Pre-LN plus a norm inside each branch, before out_proj and
+                                fc2 (Sub-LN / Magneto, wang2022magneto), with ``init="subln"``.
+    * ``norm="dyt"``            Dynamic Tanh γ ⊙ tanh(α x) + β, α a learned scalar starting
+                                at ``dyt_alpha`` (zhu2025dyt); ``"rmsnorm"``: zhang2019rmsnorm.
+    * ``ln_scaling``            the pre-branch norm of layer ℓ times 1/√ℓ (sun2025curse).
+    * ``qk_norm``               a norm on each head's queries and keys (dehghani2023vit22b,
+                                wortsman2023proxies).
+    * ``attn_softcap`` / ``logit_softcap``   c · tanh(x / c) on the attention logits / the
+                                output logits (gemma2024).
     """
 
     src_vocab: int = 36
@@ -230,6 +257,11 @@ class ModelConfig(_Replaceable):
     positions: str = "sinusoidal"
     max_len: int = 256
     admin_profiling: str = "train"  # init='admin': profile with dropout on ('train', the authors' way) or off ('eval')
+    dyt_alpha: float = 0.5  # norm='dyt': the initial α of γ ⊙ tanh(α x) + β (zhu2025dyt)
+    ln_scaling: bool = False  # the pre-branch norm of layer ℓ times 1/√ℓ (sun2025curse)
+    qk_norm: bool = False  # a norm (cfg.norm, over d_h) on queries and keys (dehghani2023vit22b)
+    attn_softcap: float | None = None  # c · tanh(s / c) on the attention logits s (gemma2024)
+    logit_softcap: float | None = None  # c · tanh(z / c) on the output logits z (gemma2024)
 
     def __post_init__(self):
         _validate(self, _MODEL_RULES)
@@ -246,17 +278,32 @@ class ModelConfig(_Replaceable):
             self.dec_placement = self.placement
         needs = INITS[self.init]
         if needs is not None:
-            for stack, p, n in (("enc", self.enc_placement, self.n_enc), ("dec", self.dec_placement, self.n_dec)):
-                if n and p not in needs:
+            for stack, p in self._stack_placements():
+                if p not in needs:
                     raise ValueError(
                         f"init={self.init!r} needs {stack}_placement in {needs}, got {stack}_placement={p!r}"
                     )
+        if self.ln_scaling:
+            for stack, p in self._stack_placements():
+                if p not in PRE_NORM:
+                    raise ValueError(
+                        f"ln_scaling=True scales the norm on a branch's input, which {stack}_placement={p!r} "
+                        f"has not; it needs {stack}_placement in {PRE_NORM}"
+                    )
+        if self.dyt_alpha != 0.5 and self.norm != "dyt":
+            raise ValueError(f"dyt_alpha={self.dyt_alpha} is the initial α of norm='dyt' and has no effect "
+                             f"with norm={self.norm!r}; leave it at 0.5 or set norm='dyt'")
         if self.tie_embeddings and self.kind == "encoder" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
                 f"tie_embeddings=True in an encoder-only model (n_dec=0) shares the source embedding with the "
                 f"output projection: it needs src_vocab == tgt_vocab, got src_vocab={self.src_vocab}, "
                 f"tgt_vocab={self.tgt_vocab}"
             )
+
+    def _stack_placements(self) -> list:
+        """[('enc', enc_placement), ('dec', dec_placement)] for the stacks that have layers."""
+        return [(s, p) for s, p, n in (("enc", self.enc_placement, self.n_enc), ("dec", self.dec_placement, self.n_dec))
+                if n]
 
     @property
     def kind(self) -> str:
@@ -284,10 +331,12 @@ _TRAIN_RULES = {
     "eps": _rule(_check_positive),
     "momentum": _rule(_check_prob),
     "weight_decay": _rule(_check_number, low=0),
+    "weight_decay_mode": _rule(_check_choice, WEIGHT_DECAY_MODES),
     "schedule": _rule(_check_choice, SCHEDULES),
     "warmup": _rule(_check_int, 0),
     "clip": _rule(_check_positive, optional=True),
     "label_smoothing": _rule(_check_prob),
+    "z_loss": _rule(_check_number, low=0),
     "seed": _rule(_check_int, 0, high=SEED_LIMIT),
     "data_seed": _rule(_check_int, 0, high=SEED_LIMIT, optional=True),
     "device": _rule(_check_device, optional=True),
@@ -306,6 +355,7 @@ _TRAIN_RULES = {
     "bleu_sentences": _rule(_check_int, 0),
     "diagnose": _rule(_check_bool),
     "watch_every": _rule(_check_int, 0),
+    "probes": _rule(_check_bool),
 }
 
 
@@ -317,6 +367,16 @@ class TrainConfig(_Replaceable):
       ``constant``      lr, after a linear warmup if w > 0
       ``inverse-sqrt``  lr · min(t/w, sqrt(w/t))  (Vaswani et al.; w=0: constant)
       ``linear-decay``  linear warmup to lr, then linearly to 0 at ``steps``
+
+    Weight decay λ = ``weight_decay``, by ``weight_decay_mode``:
+      ``coupled``      the optimiser's own: Adam's and SGD's L2 term λθ in the gradient,
+                       AdamW's decoupled θ ← θ − lr_t·λ·θ (loshchilov2019adamw), which scales with the peak lr
+      ``independent``  θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not the peak lr
+                       (wortsman2023proxies §3.2.2); AdamW only
+
+    ``z_loss`` = c adds c · mean over real tokens of (log Z)², log Z the log partition
+    function of the output softmax (chowdhery2022palm; wortsman2023proxies); the recorded
+    losses stay the cross-entropy.
     """
 
     steps: int = 200
@@ -327,10 +387,12 @@ class TrainConfig(_Replaceable):
     eps: float = 1e-8
     momentum: float = 0.9  # SGD only
     weight_decay: float = 0.0
+    weight_decay_mode: str = "coupled"  # or 'independent' of the peak lr (AdamW only), see above
     schedule: str = "constant"
     warmup: int = 0
     clip: float | None = None  # max global gradient norm
     label_smoothing: float = 0.0
+    z_loss: float = 0.0  # c in c · mean (log Z)², added to the training objective (PaLM: 1e-4)
     seed: int = 0  # initial weights, dropout, and (unless data_seed is set) the order of the data
     data_seed: int | None = None  # the training batches' stream (tfx.runs.train.data_step); None: seed
     device: str | None = None  # None: cuda when present, else cpu
@@ -351,6 +413,7 @@ class TrainConfig(_Replaceable):
     bleu_sentences: int = 100  # translation: BLEU on the first N validation sentences at each evaluation
     diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
     watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
+    probes: bool = False  # at each logged step record attention logits and entropy, stream variance, DyT saturation (tfx.runs.probes)
 
     def __post_init__(self):
         _validate(self, _TRAIN_RULES)
@@ -360,5 +423,8 @@ class TrainConfig(_Replaceable):
             raise ValueError(
                 f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}"
             )
+        if self.weight_decay_mode == "independent" and self.optimizer != "adamw":
+            raise ValueError(f"weight_decay_mode='independent' needs optimizer='adamw' (decoupled weight decay), "
+                             f"got optimizer={self.optimizer!r}")
         if self.amp is False and self.amp_dtype not in (None, "fp32"):
             raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")

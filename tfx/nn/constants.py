@@ -8,7 +8,8 @@ chapters derive them (:mod:`tfx.theory.bounds` for T-Fixup and Lipschitz init,
 * the Lipschitz-constrained init's half-widths (Xu et al. 2020, LP-3);
 * T-Fixup's multipliers (Huang et al. 2020, TF-2);
 * DeepNorm's α and β (Wang et al. 2022), in the paper's and the authors' code's
-  convention.
+  convention;
+* Sub-LN's init gain γ (Magneto, Wang et al. 2022, wang2022magneto).
 """
 from __future__ import annotations
 
@@ -107,3 +108,28 @@ def deepnorm_constants(n_enc: int, n_dec: int, convention: str = "paper") -> dic
         "encoder": {"alpha": 0.81 * (N**4 * M) ** (1 / 16), "beta": enc_beta * (N**4 * M) ** (-1 / 16)},
         "decoder": {"alpha": (3 * M) ** 0.25, "beta": (12 * M) ** -0.25},
     }
+
+
+# ----------------------------------------------------------------- Sub-LN (Magneto)
+def subln_gain(n_enc: int, n_dec: int) -> dict:
+    """Sub-LN's init up-scale γ (Magneto, Wang et al. 2022, wang2022magneto), which
+    multiplies the Xavier-drawn v_proj, out_proj, fc1 and fc2 weights. With N = ``n_enc``
+    encoder and M = ``n_dec`` decoder layers, as microsoft/torchscale's ``subln``
+    (``architecture/encoder.py``, ``decoder.py``):
+
+    * encoder-only (M = 0):  γ = sqrt(log 2N);
+    * decoder-only (N = 0):  γ = sqrt(log 2M);
+    * encoder-decoder:
+        encoder  γ = sqrt(log(3M) · log(2N) / 3),
+        decoder  γ = sqrt(log 3M)  (cross-attention not scaled: torchscale skips it).
+
+    Returns ``{"encoder": γ, "decoder": γ}`` with only the sides that exist.
+    """
+    N, M = n_enc, n_dec
+    if N < 0 or M < 0 or (N == 0 and M == 0):
+        raise ValueError("need at least one layer")
+    if M == 0:
+        return {"encoder": math.sqrt(math.log(2 * N))}
+    if N == 0:
+        return {"decoder": math.sqrt(math.log(2 * M))}
+    return {"encoder": math.sqrt(math.log(3 * M) * math.log(2 * N) / 3), "decoder": math.sqrt(math.log(3 * M))}

@@ -11,8 +11,8 @@ import math
 import torch
 from torch import nn
 
-from .blocks import Attention, FeedForward, Residual
-from .constants import admin_omega_profiling_free, deepnorm_constants, tfixup_scale_factors
+from .blocks import NORM_TYPES, Attention, FeedForward, Residual
+from .constants import admin_omega_profiling_free, deepnorm_constants, subln_gain, tfixup_scale_factors
 from .hooks import attached, loss_on, mode
 
 
@@ -27,11 +27,12 @@ def _stack_embeddings(model):
     return out
 
 
-def value_output_ffn(stack):
-    """The weights T-Fixup and DeepNorm rescale: v_proj, out_proj, fc1, fc2 (not q_proj, k_proj)."""
+def value_output_ffn(stack, cross: bool = True):
+    """The weights T-Fixup, DeepNorm and Sub-LN rescale: v_proj, out_proj, fc1, fc2 (not
+    q_proj, k_proj); ``cross=False`` leaves out the decoder's cross-attention."""
     ws = []
-    for m in stack.modules():
-        if isinstance(m, Attention):
+    for name, m in stack.named_modules():
+        if isinstance(m, Attention) and (cross or "cross_attn" not in name):
             ws += [m.v_proj.weight, m.out_proj.weight]
         elif isinstance(m, FeedForward):
             ws += [m.fc1.weight, m.fc2.weight]
@@ -41,10 +42,8 @@ def value_output_ffn(stack):
 @torch.no_grad()
 def _reset_norms_and_residuals(model):
     for m in model.modules():
-        if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
-            nn.init.ones_(m.weight)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+        if isinstance(m, NORM_TYPES):  # γ = 1, β = 0; DyT's α its initial value
+            m.reset_parameters()
         if isinstance(m, Residual):
             if m.placement == "admin":
                 m.omega.fill_(1.0)
@@ -65,8 +64,8 @@ def xavier_linear_(lin: nn.Linear):
 def xavier(model):
     """The default (Vaswani et al. 2017; fairseq): every linear weight Xavier-uniform
     U(±sqrt(6/(fan_in+fan_out))) (Glorot & Bengio 2010), biases 0; token and learned
-    position embeddings N(0, d^{-1/2}) (a standard deviation); norms γ=1, β=0;
-    Admin's ω = 1 and ReZero's α = 0."""
+    position embeddings N(0, d^{-1/2}) (a standard deviation); norms γ=1, β=0
+    (DyT's α its initial ``dyt_alpha``); Admin's ω = 1 and ReZero's α = 0."""
     d = model.cfg.d_model
     for m in model.modules():
         if isinstance(m, nn.Linear):
@@ -130,6 +129,20 @@ def deepnorm(model):
         beta = c[name]["beta"]
         for w in value_output_ffn(stack):
             nn.init.xavier_uniform_(w, gain=beta)
+
+
+@torch.no_grad()
+def subln(model):
+    """Sub-LN init (Magneto, Wang et al. 2022, wang2022magneto; torchscale's ``subln``), for
+    placement 'sub-ln': Xavier, then v_proj, out_proj, fc1 and fc2 × γ
+    (``tfx.nn.constants.subln_gain``): γ = sqrt(log 2N) in an encoder- or decoder-only model
+    of N layers; in an encoder-decoder (N, M layers) the encoder's γ = sqrt(log(3M)·log(2N)/3),
+    the decoder's sqrt(log 3M), its cross-attention left at Xavier (as torchscale)."""
+    xavier(model)
+    gain = subln_gain(model.cfg.n_enc, model.cfg.n_dec)
+    for name, stack, _ in _stack_embeddings(model):
+        for w in value_output_ffn(stack, cross=False):
+            w.mul_(gain[name])
 
 
 @torch.no_grad()
@@ -204,6 +217,7 @@ INITIALISERS = {
     "admin-profiling-free": lambda model, batch: admin_profiling_free(model),
     "deepnorm": lambda model, batch: deepnorm(model),
     "rezero": lambda model, batch: rezero(model),
+    "subln": lambda model, batch: subln(model),
 }
 
 

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .batch import BOS, EOS, PAD, Batch
-from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm
-from .config import ModelConfig
+from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm, softcap
+from .config import FINAL_NORM, ModelConfig
 from .constants import deepnorm_constants
 from .init import initialize
 
@@ -49,13 +49,15 @@ class Embedding(nn.Module):
 
 
 class Stack(nn.Module):
-    """N layers of one kind; Pre-LN stacks end with a final normalisation."""
+    """N layers of one kind, layer ℓ = 1, …, N; Pre-LN, Peri-LN, output-norm and Sub-LN stacks
+    end with a final normalisation (``config.FINAL_NORM``)."""
 
     def __init__(self, layer_cls, n: int, cfg: ModelConfig, placement: str, alpha: float = 1.0):
         super().__init__()
         self.placement = placement
-        self.layers = nn.ModuleList(layer_cls(cfg, placement, alpha) for _ in range(n))
-        self.final_norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if placement == "pre" else None
+        self.layers = nn.ModuleList(layer_cls(cfg, placement, alpha, layer=l) for l in range(1, n + 1))
+        self.final_norm = (make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.dyt_alpha)
+                           if placement in FINAL_NORM else None)
 
     def residuals(self) -> list:
         """[(name, Residual)] of this stack in forward order, names like 'layers.0.ffn'."""
@@ -139,19 +141,34 @@ class Transformer(nn.Module):
             h = self.decode(tgt_in, tgt_padded=tgt_padded)
         else:
             h = self.decode(tgt_in, self.encode(src, src_padded), src, tgt_padded, src_padded)
-        return self.out_proj(h)
+        return self.logits(h)
+
+    def logits(self, h):
+        """Output logits z = out_proj(h), soft-capped c · tanh(z / c) with ``logit_softcap`` = c (gemma2024)."""
+        z = self.out_proj(h)
+        return z if self.cfg.logit_softcap is None else softcap(z, self.cfg.logit_softcap)
 
     def loss(self, batch: Batch, label_smoothing: float = 0.0) -> dict:
-        """Token-level cross-entropy (nats) on the next target token, PAD ignored; accuracy alongside."""
+        """Token-level cross-entropy (nats) on the next target token, PAD ignored; accuracy alongside,
+        and the output softmax's log partition function log Z over the real tokens: its mean
+        ``log_z``, the mean of its square ``log_z_sq`` (PaLM's z-loss, chowdhery2022palm) and its
+        largest magnitude ``log_z_absmax``."""
         if self.cfg.kind == "encoder" and (batch.src is None or batch.src.shape != batch.tgt[:, 1:].shape):
             raise ValueError("an encoder-only model predicts one token per source token: "
                              "it needs a task whose src and tgt[:, 1:] have the same shape (copy/reverse/sort)")
-        loss, acc = self.loss_and_accuracy(batch.src, batch.tgt, label_smoothing, batch.src_padded, batch.tgt_padded)
-        return {"loss": loss, "acc": acc, "tokens": batch.n_tokens}
+        loss, acc, log_z, log_z_sq, log_z_absmax = self.loss_and_accuracy(
+            batch.src, batch.tgt, label_smoothing, batch.src_padded, batch.tgt_padded)
+        return {"loss": loss, "acc": acc, "tokens": batch.n_tokens,
+                "log_z": log_z, "log_z_sq": log_z_sq, "log_z_absmax": log_z_absmax}
 
     def loss_and_accuracy(self, src, tgt, label_smoothing: float = 0.0, src_padded=None, tgt_padded=None):
-        """(loss, accuracy) as device tensors: what the trainer compiles. Tensors and flags in,
-        tensors out; nothing reads the device, so ``torch.compile`` sees one graph."""
+        """(loss, accuracy, log Z mean, (log Z)² mean, max |log Z|) as device tensors: what the
+        trainer compiles. Tensors and flags in, tensors out; nothing reads the device, so
+        ``torch.compile`` sees one graph.
+
+        log Z = log Σ_v exp(logit_v) at each real (non-PAD) target token. Its mean square is the
+        z-loss (chowdhery2022palm; wortsman2023proxies), which keeps its gradient; the other two are
+        detached records."""
         gold = tgt[:, 1:]
         if self.cfg.kind == "encoder":
             logits = self(src=src, src_padded=src_padded)
@@ -159,10 +176,14 @@ class Transformer(nn.Module):
             logits = self(src=src, tgt_in=tgt[:, :-1], src_padded=src_padded, tgt_padded=tgt_padded)
         flat = logits.reshape(-1, logits.shape[-1]).float()
         loss = F.cross_entropy(flat, gold.reshape(-1), ignore_index=PAD, label_smoothing=label_smoothing)
+        real = (gold != PAD).reshape(-1)
+        n_real = real.sum().clamp(min=1)
+        log_z = torch.where(real, torch.logsumexp(flat, -1), 0.0)  # PAD positions count 0
+        log_z_sq = log_z.square().sum() / n_real
         with torch.no_grad():
-            real = gold != PAD
-            acc = ((logits.argmax(-1) == gold) & real).sum() / real.sum().clamp(min=1)
-        return loss, acc
+            acc = ((logits.argmax(-1) == gold).reshape(-1) & real).sum() / n_real
+            log_z_mean, log_z_absmax = log_z.sum() / n_real, log_z.abs().amax()
+        return loss, acc, log_z_mean, log_z_sq, log_z_absmax
 
     @torch.no_grad()
     def greedy(self, src, max_len: int | None = None):
@@ -174,7 +195,7 @@ class Transformer(nn.Module):
         ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            nxt = self.out_proj(self.decode(ys, memory, src)[:, -1]).argmax(-1)
+            nxt = self.logits(self.decode(ys, memory, src)[:, -1]).argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
             ys = torch.cat([ys, nxt[:, None]], 1)
             done |= nxt == EOS

@@ -33,11 +33,17 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None) -> torch.optim.Optimizer:
     """Adam (Kingma & Ba 2015), AdamW, SGD with momentum, or RAdam (Liu et al. 2020).
+    ``weight_decay_mode="independent"`` (AdamW only): decay λ·(lr_t/lr) per step, whatever the peak lr.
     On CUDA and CPU, Adam and AdamW use the fused kernel (one launch updates every parameter;
     on a CPU it is also ~3× faster than the per-parameter loop)."""
     params = list(params)
+    wd = cfg.weight_decay
+    if cfg.weight_decay_mode == "independent":
+        # wortsman2023proxies §3.2.2: AdamW decays θ ← θ − lr_t·λ'·θ (loshchilov2019adamw), so
+        # λ' = λ / lr (the peak) gives θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not its height
+        wd = cfg.weight_decay / cfg.lr
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd)
     opt = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "radam": torch.optim.RAdam}[cfg.optimizer]
     kw = {"fused": True} if cfg.optimizer != "radam" and device is not None and device.type in ("cuda", "cpu") else {}
-    return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay, **kw)
+    return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd, **kw)

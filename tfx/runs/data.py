@@ -1,5 +1,6 @@
 """Tasks for tfx: synthetic seq2seq tasks, and :func:`load_task`, which also names the
-shipped German→English corpora of :mod:`tfx.runs.corpus`. The `Batch` they make is
+shipped German→English corpora of :mod:`tfx.runs.corpus` and its English side for a
+language model (:mod:`tfx.runs.lm`). The `Batch` they make is
 :class:`tfx.nn.batch.Batch`.
 
 Every task is a *deterministic function of (seed, step)*: ``task.batch(step, B)``
@@ -125,13 +126,14 @@ def synthetic(kind: str = "reverse", vocab: int = 32, length: int = 12, seed: in
 
 
 NOISY_TASKS = {"reverse-noisy": ("reverse", 0.2)}  # name: (kind, noise)
-TASKS = SYNTHETIC_TASKS + tuple(NOISY_TASKS) + ("libreoffice-de-en", "iwslt14")
+TASKS = SYNTHETIC_TASKS + tuple(NOISY_TASKS) + ("libreoffice-de-en", "iwslt14", "libreoffice-en")
 
 
 def load_task(name: str, seed: int = 0, length: int = 12):
     """A task by name: a synthetic one (``length`` symbols), ``reverse-noisy`` (reverse with
     20 % of target symbols replaced at random: a loss floor above zero), the shipped
-    LibreOffice corpus, or IWSLT'14 De-En (downloads from the Hugging Face hub; full profile)."""
+    LibreOffice corpus, IWSLT'14 De-En (downloads from the Hugging Face hub; full profile),
+    or ``libreoffice-en``, the corpus's English side for a decoder-only LM (tfx.runs.lm)."""
     if name in SYNTHETIC_TASKS:
         return synthetic(name, length=length, seed=seed)
     if name in NOISY_TASKS:
@@ -145,4 +147,8 @@ def load_task(name: str, seed: int = 0, length: int = 12):
         from .corpus import load_iwslt14_task
 
         return load_iwslt14_task(seed=seed)
+    if name == "libreoffice-en":
+        from .lm import load_lm_corpus
+
+        return load_lm_corpus(seed=seed)
     raise ValueError(f"task={name!r} is not a task; choose one of: {', '.join(TASKS)}")

@@ -7,8 +7,9 @@
 
 For each sub-layer x_i = combine(x_{i-1}, f_i) (tfx.nn.blocks.Residual) a Watch records
   output  max |f_i(·)|                      the branch's output
-  logit   max |q·kᵀ| / √d_h over all pairs  attention sub-layers only (nan for FFNs), recomputed
-                                            from the module's own projections, because
+  logit   max |S| over all pairs            attention sub-layers only (nan for FFNs): the scores
+                                            S = q·kᵀ/√d_h as ``Attention.scores`` gives them (after
+                                            QK-norm and soft-cap), because
                                             F.scaled_dot_product_attention never shows them
   grad    max |∂loss/∂f_i(·)|               when ``grads=True``
 as 0-dim device tensors: recording reads nothing back, so it adds no host sync. A value that
@@ -34,9 +35,8 @@ def _absmax(t: torch.Tensor) -> torch.Tensor:
 
 
 def _attention_logits(attn: Attention, x, memory=None) -> torch.Tensor:
-    """The pre-softmax scores QKᵀ/√d_h that ``attn`` computes inside SDPA, (B, h, Lq, Lk)."""
-    q, k = attn._heads(attn.q_proj(x)), attn._heads(attn.k_proj(x if memory is None else memory))
-    return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    """The pre-softmax scores (B, h, Lq, Lk) that ``attn``'s forward uses (``Attention.scores``)."""
+    return attn.scores(x, memory)
 
 
 class Watch:

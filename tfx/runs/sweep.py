@@ -46,7 +46,8 @@ from .train import CheckpointError, History, train
 # What determines a run's numbers, besides its configs, seed and task: the model wing, and
 # the trainer with the data it reads. A commit to a chapter, a test, the theory or the
 # plotting leaves this hash, and so every recorded run, as it is; a change here does not.
-TRAINING_CODE = ("nn", "runs/train.py", "runs/diagnose.py", "runs/data.py", "runs/corpus.py")
+TRAINING_CODE = ("nn", "runs/train.py", "runs/diagnose.py", "runs/probes.py", "theory/norms.py", "runs/data.py",
+                 "runs/corpus.py", "runs/lm.py")
 
 
 def code_hash(package=None) -> str:

@@ -7,13 +7,19 @@
 
 Nothing raises when a run goes wrong: the history so far comes back with its status.
 
-The loop never waits for the device between logged steps: loss, accuracy and the
-gradient and update norms stay on it and are read every ``log_every`` steps, so a
-non-finite or exploding loss is caught at most ``log_every`` steps late, and is
-reported at the step where it happened.
+The loop never waits for the device between logged steps: loss, accuracy, the output's
+log Z, the gradient and update norms (and, with ``probes=True``, the numbers of
+tfx.runs.probes) stay on it and are read every ``log_every`` steps, so a non-finite or
+exploding loss is caught at most ``log_every`` steps late, and is reported at the step
+where it happened.
+
+The objective is the cross-entropy plus ``z_loss`` · mean (log Z)² (chowdhery2022palm);
+the recorded training and held-out losses are the cross-entropy alone, so runs compare
+across z-loss weights.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -28,6 +34,7 @@ from ..nn.config import TrainConfig
 from ..nn.optim import lr_at, make_optimizer, pick_device
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
+from .probes import FIELDS as PROBE_FIELDS, Probes
 
 DIVERGE_OVER_START = 3.0  # a loss this many times the starting loss (or 3·ln V, if larger) is a divergence
 # Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1). A prime, not a power
@@ -103,8 +110,13 @@ class UpdateNorm:
 
 @dataclass
 class History:
-    """Everything a run recorded. Per logged step: loss, lr, grad_norm (before clipping),
-    update_norm ‖θ_t − θ_{t−1}‖, acc. Per evaluation: eval_step, eval_loss, eval_acc, and
+    """Everything a run recorded. Per logged step: loss (the cross-entropy, without the z-loss),
+    lr, grad_norm (before clipping), update_norm ‖θ_t − θ_{t−1}‖, acc, log_z (the mean over
+    real tokens of the output's log partition function log Z = logsumexp(logits)) and
+    log_z_absmax (its largest |log Z|). With ``probes=True``, per logged step (probe_step,
+    tfx.runs.probes): attn_logit_max [attention module] (named by attn_names), attn_entropy
+    [attention module][head], stream_var [sub-layer, then each stack's output] (stream_names)
+    and dyt_saturated [DyT norm] (dyt_names). Per evaluation: eval_step, eval_loss, eval_acc, and
     bleu (translation tasks: greedy BLEU on the first ``bleu_sentences`` validation
     sentences). Every ``watch_every`` steps: watch_step, and per sub-layer (``sublayers``)
     act_max (largest |branch output|) and logit_max (largest |attention logit|).
@@ -139,6 +151,16 @@ class History:
     watch_step: list = field(default_factory=list)
     act_max: list = field(default_factory=list)
     logit_max: list = field(default_factory=list)
+    log_z: list = field(default_factory=list)
+    log_z_absmax: list = field(default_factory=list)
+    probe_step: list = field(default_factory=list)
+    attn_names: list = field(default_factory=list)
+    stream_names: list = field(default_factory=list)
+    dyt_names: list = field(default_factory=list)
+    attn_logit_max: list = field(default_factory=list)
+    attn_entropy: list = field(default_factory=list)
+    stream_var: list = field(default_factory=list)
+    dyt_saturated: list = field(default_factory=list)
 
     def final_loss(self, fraction: float = 0.1) -> float:
         """Mean training loss over the last ``fraction`` of the recorded steps (nan if none)."""
@@ -257,15 +279,18 @@ class _Run:
             return loss_fn(batch.src, batch.tgt, self.cfg.label_smoothing, batch.src_padded, batch.tgt_padded)
 
     def step(self, step, eager=False, record_update=False):
-        """One optimiser step. Returns (batch, lr, [loss, acc, grad norm, update norm]) with the
-        four numbers in one device tensor (update norm nan unless ``record_update``)."""
+        """One optimiser step on cross-entropy + z_loss · mean (log Z)². Returns (batch, lr,
+        [loss, acc, grad norm, update norm, mean log Z, max |log Z|]) with the six numbers in one
+        device tensor (loss: the cross-entropy; update norm nan unless ``record_update``)."""
         lr = lr_at(step, self.cfg)
         for g in self.opt.param_groups:
             g["lr"] = lr
         batch = self.batch(step)
-        loss, acc = self.forward(batch, self.model.loss_and_accuracy if eager else self.loss_fn, self.amp)
+        loss, acc, log_z, log_z_sq, log_z_absmax = self.forward(
+            batch, self.model.loss_and_accuracy if eager else self.loss_fn, self.amp)
+        objective = loss + self.cfg.z_loss * log_z_sq if self.cfg.z_loss else loss
         self.opt.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        self.scaler.scale(objective).backward()
         self.scaler.unscale_(self.opt)
         if self.cfg.clip:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip)
@@ -282,7 +307,8 @@ class _Run:
             upd = self.updates.after().float()
             if scale is not None:  # update() lowers the scale exactly when it skipped a step (inf gradients)
                 upd = upd * (self.scaler._scale >= scale)
-        return batch, lr, torch.stack([loss.detach().float(), acc.float(), grad_norm, upd])
+        return batch, lr, torch.stack([loss.detach().float(), acc.float(), grad_norm, upd, log_z.float(),
+                                       log_z_absmax.float()])
 
     def snapshot(self, step):
         state = {"model": _clone(self.model.state_dict()), "optimizer": _clone(self.opt.state_dict()),
@@ -316,7 +342,7 @@ class _Run:
         for amp in dict.fromkeys((self.amp, None)):  # the run's dtype, then fp32 (once if they are the same)
             _set_rng_state(rng, self.device)
             with Watch(self.model, grads=True) as w:
-                loss, _ = self.forward(batch, self.model.loss_and_accuracy, amp)
+                loss, *_ = self.forward(batch, self.model.loss_and_accuracy, amp)
                 self.opt.zero_grad(set_to_none=True)
                 loss.backward()
             table = w.table()
@@ -396,26 +422,32 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.steps, initial=start, desc=getattr(task, "name", "train"), leave=False)
-    pending = []  # (step, lr, logged, device record) not yet read back
+    probes = Probes(model) if cfg.probes else None
+    if probes is not None:
+        hist.attn_names, hist.dyt_names = [name for name, *_ in probes.attention], probes.dyt_names
+        hist.stream_names, hist.sublayers = probes.stream_names, hist.sublayers or probes.sublayers
+    pending = []  # (step, lr, logged, device record, device probe row or None) not yet read back
     t0 = time.perf_counter() - hist.wall_time
     for step in range(start + 1, cfg.steps + 1):
         logged = step % cfg.log_every == 0 or step == cfg.steps
         record_update = logged and cfg.record_updates
-        if cfg.watch_every and step % cfg.watch_every == 0:
-            with Watch(model) as w:
-                batch, lr, rec = run.step(step, eager=True, record_update=record_update)
+        probing = probes is not None and logged  # hooks see eager modules: a probed step is not compiled
+        with contextlib.ExitStack() as hooks:
+            w = hooks.enter_context(Watch(model)) if cfg.watch_every and step % cfg.watch_every == 0 else None
+            if probing:
+                hooks.enter_context(probes)
+            batch, lr, rec = run.step(step, eager=w is not None or probing, record_update=record_update)
+        if w is not None:
             _record_watch(hist, step, w)
-        else:
-            batch, lr, rec = run.step(step, record_update=record_update)
         hist.tokens += batch.n_tokens
-        pending.append((step, lr, logged, rec))
+        pending.append((step, lr, logged, rec, probes.row() if probing else None))
         evaluating = cfg.eval_every and step % cfg.eval_every == 0 and step != cfg.steps
         saving = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
         if bar is not None:
             bar.update(1)
         if not (logged or evaluating or saving):
             continue
-        bad = _read_back(hist, pending, diverge_loss, check_grads=not run.scaler.is_enabled())
+        bad = _read_back(hist, pending, diverge_loss, check_grads=not run.scaler.is_enabled(), probes=probes)
         if bad is not None:
             hist.status, hist.diverged_step, hist.reason = "diverged", bad[0], bad[1]
             hist.steps_done = bad[0] - 1
@@ -442,16 +474,19 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
     return hist
 
 
-def _read_back(hist, pending, diverge_loss, check_grads):
-    """Read the pending steps' numbers from the device at once; record the logged ones.
+def _read_back(hist, pending, diverge_loss, check_grads, probes=None):
+    """Read the pending steps' numbers (and probe rows) from the device; record the logged ones.
     Returns (step, reason) for the first step whose loss is not finite, or (after the first
     update) exceeds the larger of ``diverge_loss`` and DIVERGE_OVER_START × the loss at step 1
     (or whose gradient is not finite, unless a gradient scaler skips those). Step 1's loss is
     measured before any update: it is where the run starts, never a divergence."""
-    rows = torch.stack([rec for *_, rec in pending]).tolist()
-    meta = [(step, lr, logged) for step, lr, logged, _ in pending]
+    rows = torch.stack([rec for *_, rec, _ in pending]).tolist()
+    probed = [(step, row) for step, *_, row in pending if row is not None]
+    values = torch.stack([row for _, row in probed]).tolist() if probed else []
+    probed = {step: v for (step, _), v in zip(probed, values)}  # step → that step's probe values
+    meta = [(step, lr, logged) for step, lr, logged, *_ in pending]
     pending.clear()
-    for (step, lr, logged), (loss, acc, grad_norm, upd) in zip(meta, rows):
+    for (step, lr, logged), (loss, acc, grad_norm, upd, log_z, log_z_absmax) in zip(meta, rows):
         why = None
         if step == 1:
             hist.start_loss = loss
@@ -464,20 +499,31 @@ def _read_back(hist, pending, diverge_loss, check_grads):
         elif check_grads and not math.isfinite(grad_norm):
             why = f"step {step}: gradient norm {grad_norm:.4g} is not finite"
         if why is not None:
-            _record(hist, step, loss, acc, lr, grad_norm if math.isfinite(loss) else float("nan"), float("nan"))
+            _record(hist, step, loss, acc, lr, grad_norm if math.isfinite(loss) else float("nan"), float("nan"),
+                    log_z, log_z_absmax)
             return step, why
         if logged:
-            _record(hist, step, loss, acc, lr, grad_norm, upd)
+            _record(hist, step, loss, acc, lr, grad_norm, upd, log_z, log_z_absmax)
+            if step in probed:
+                _record_probes(hist, step, probes.unpack(probed[step]))
     return None
 
 
-def _record(hist, step, loss, acc, lr, grad_norm, update_norm):
+def _record(hist, step, loss, acc, lr, grad_norm, update_norm, log_z, log_z_absmax):
     hist.step.append(step)
     hist.loss.append(loss)
     hist.acc.append(acc)
     hist.lr.append(lr)
     hist.grad_norm.append(grad_norm)
     hist.update_norm.append(update_norm)
+    hist.log_z.append(log_z)
+    hist.log_z_absmax.append(log_z_absmax)
+
+
+def _record_probes(hist, step, values: dict):
+    hist.probe_step.append(step)
+    for name in PROBE_FIELDS:
+        getattr(hist, name).append(values[name])
 
 
 def _record_watch(hist, step, watch):

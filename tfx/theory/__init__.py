@@ -10,5 +10,6 @@ It uses the model wing (tfx.nn) and nothing else of tfx; nothing here draws.
     bounds      how large can an update or a residual be? (T-Fixup, Lipschitz)  (TF-1, LP-1…3)
     scaling     how should the residual be scaled with depth? (ReZero, DeepNorm) (RZ-1, DN-1)
     adam        Adam's first steps, RAdam's rectification                      (WU-3)
+    logits      what bounds an attention logit; what log Z is free to do        (LG-1, ZL-1)
     fit         does a measurement follow the predicted shape? (line and power-law fits)
 """

@@ -232,7 +232,7 @@ def v1_residual_scales(model, batch) -> dict:
         sig, ratio, spread = [], [], []
         for r in records:
             res = mods[r["name"]]
-            eps = res.norm.eps if res.norm is not None else 0.0
+            eps = getattr(res.norm, "eps", 0.0)  # no norm on the sum, or DyT: no ε
             z = r["x"] + r["f"]
             sigma_tok = (z.var(-1, unbiased=False) + eps).sqrt()
             sig.append(float(sigma_tok.mean()))

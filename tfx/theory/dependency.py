@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..nn.hooks import describe, loss_on, mode, record_branches
+from ..nn.config import SUM_NORM
 
 
 # ----------------------------------------------------------------- AD-1: predicted
@@ -68,12 +69,12 @@ def layer_dependency(model, batch) -> dict:
             vf = float(f.var())
             var_f.append(vf)
             p = res.placement
-            if p in ("pre", "none"):
+            if p not in SUM_NORM and p != "rezero":  # additive: x + f (f includes any branch norms)
                 g, h, x_out = 1.0, 1.0, x + f
             elif p == "rezero":
                 g, h = 1.0, float(res.alpha)
                 x_out = x + h * f
-            else:  # post, admin, deepnorm: LN(g·x + f)
+            else:  # SUM_NORM (post, admin, deepnorm): LN(g·x + f)
                 gx = x * res.omega if p == "admin" else (res.alpha * x if p == "deepnorm" else x)
                 z = gx + f
                 x_out = res.norm(z)

@@ -269,3 +269,94 @@ def ln_jacobian_norm(x, ln=None, eps: float = 1e-5, method: str = "auto", iters:
     flat = x.detach().reshape(-1, d)
     out = [_jacobian_norm_one(f, v.clone(), method, iters, tol, seed) for v in flat]
     return out[0] if x.dim() == 1 else np.asarray(out).reshape(x.shape[:-1])
+
+
+# ----------------------------------------------------------------- RMSNorm (RN-1; Zhang & Sennrich 2019)
+def rmsnorm_jacobian(x: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """Closed-form Jacobian dRMS(x)/dx of RMSNorm with unit gain (RN-1, zhang2019rmsnorm)::
+
+        RMS(x) = x / sqrt(||x||^2/d + eps) = sqrt(d) x / s,     s^2 = ||x||^2 + d*eps
+        J      = (sqrt(d) / s) * ( I - x x^T / s^2 )
+
+    LayerNorm's Jacobian (:func:`layernorm_jacobian`) with the centring projection
+    ``I - 11^T/d`` removed and the centred input c replaced by x itself: with eps = 0,
+    ``(sqrt(d)/||x||)(I - x̂ x̂^T)``, x̂ = x/||x||. :func:`derive_rmsnorm_jacobian`
+    re-derives it with sympy. ``x``: (..., d); returns (..., d, d)."""
+    d = x.shape[-1]
+    s = torch.sqrt((x * x).sum(dim=-1) + d * eps)[..., None, None]
+    eye = torch.eye(d, dtype=x.dtype, device=x.device)
+    return (math.sqrt(d) / s) * (eye - x[..., :, None] * x[..., None, :] / s**2)
+
+
+def rmsnorm_jacobian_norm(x: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """Spectral norm of the RMSNorm Jacobian, exactly (RN-1)::
+
+        ||J_RMS(x)||_2 = sqrt(d) / sqrt(||x||^2 + d*eps)      (d >= 2)
+
+    ``J = (sqrt(d)/s)(I - x x^T/s^2)`` is symmetric with eigenvalue ``d*eps/s^2`` along x
+    and 1 on the (d-1) directions orthogonal to x: LN-1's formula with ``||x - mu||``
+    replaced by ``||x||``. ``x``: (..., d); returns (...)."""
+    d = x.shape[-1]
+    s = torch.sqrt((x * x).sum(dim=-1) + d * eps)
+    top = torch.ones_like(s) if d >= 2 else d * eps / s**2
+    return math.sqrt(d) / s * top
+
+
+class NormJacobianDerivation(NamedTuple):
+    x: sp.Matrix          # the symbolic input (column vector)
+    norm: sp.Matrix       # the norm's output, built from its definition
+    jacobian: sp.Matrix   # sympy's derivative
+    closed_form: sp.Matrix
+    difference: sp.Matrix  # simplify(jacobian - closed_form)
+    equal: bool
+
+
+def derive_rmsnorm_jacobian(d: int = 3, with_eps: bool = True) -> NormJacobianDerivation:
+    """Machine derivation of the RMSNorm Jacobian (RN-1), as :func:`derive_layernorm_jacobian`
+    does for LayerNorm: RMS(x) = x / sqrt(||x||^2/d + eps) from the definition, differentiated
+    by sympy, minus ``(sqrt(d)/s)(I - x x^T/s^2)``; ``equal`` is True when they agree."""
+    xs = sp.symbols(f"x1:{d + 1}", real=True)
+    eps = sp.Symbol("epsilon", nonnegative=True) if with_eps else sp.Integer(0)
+    x = sp.Matrix(xs)
+    ms = (x.T * x)[0] / d
+    rms = x / sp.sqrt(ms + eps)
+    jac = rms.jacobian(x)
+    s2 = (x.T * x)[0] + d * eps
+    closed = sp.sqrt(d) / sp.sqrt(s2) * (sp.eye(d) - x * x.T / s2)
+    diff = (jac - closed).applyfunc(sp.simplify)
+    return NormJacobianDerivation(x, rms, jac, closed, diff, bool(diff.is_zero_matrix))
+
+
+# ----------------------------------------------------------------- DyT (DY-1; Zhu et al. 2025)
+def dyt_jacobian(x: torch.Tensor, alpha: float, gamma: torch.Tensor | None = None) -> torch.Tensor:
+    """Jacobian of Dynamic Tanh DyT(x) = γ ⊙ tanh(α x) + β (DY-1, zhu2025dyt): diagonal,
+
+        J = diag( γ α (1 - tanh²(α x)) ),
+
+    each coordinate on its own: no statistic of x enters. ``gamma`` None: γ = 1.
+    ``x``: (..., d); returns (..., d, d)."""
+    g = torch.ones_like(x) if gamma is None else gamma.to(x) * torch.ones_like(x)
+    return torch.diag_embed(g * alpha * (1 - torch.tanh(alpha * x) ** 2))
+
+
+def dyt_jacobian_norm(x: torch.Tensor, alpha: float, gamma: torch.Tensor | None = None) -> torch.Tensor:
+    """Spectral norm of DyT's (diagonal) Jacobian: ``max_k |γ_k α| (1 - tanh²(α x_k))``,
+    never above ``|α| max|γ|``, whatever ||x|| (LayerNorm's is sqrt(d)/||x - mu||, unbounded
+    as the input shrinks). It falls where units saturate (|α x_k| large). Returns (...)."""
+    g = torch.ones_like(x) if gamma is None else gamma.to(x) * torch.ones_like(x)
+    return (g * alpha * (1 - torch.tanh(alpha * x) ** 2)).abs().amax(dim=-1)
+
+
+def derive_dyt_jacobian(d: int = 3) -> NormJacobianDerivation:
+    """Machine derivation of DyT's Jacobian (DY-1): γ ⊙ tanh(α x) + β with symbolic α, γ, β,
+    differentiated by sympy, minus ``diag(γ α (1 - tanh²(α x)))``."""
+    xs = sp.symbols(f"x1:{d + 1}", real=True)
+    gs = sp.symbols(f"gamma1:{d + 1}", real=True)
+    bs = sp.symbols(f"b1:{d + 1}", real=True)
+    a = sp.Symbol("alpha", positive=True)
+    x = sp.Matrix(xs)
+    dyt = sp.Matrix([g * sp.tanh(a * v) + b for g, v, b in zip(gs, xs, bs)])
+    jac = dyt.jacobian(x)
+    closed = sp.diag(*[g * a * (1 - sp.tanh(a * v) ** 2) for g, v in zip(gs, xs)])
+    diff = (jac - closed).applyfunc(lambda e: sp.simplify(e.rewrite(sp.exp)))
+    return NormJacobianDerivation(x, dyt, jac, closed, diff, bool(diff.is_zero_matrix))

@@ -1,0 +1,92 @@
+"""tfx.theory.norms: DyT saturation (the pure formula and the hooks), the placements'
+init-time diagnostics, the branch multipliers and the derived depth factors (chapter 15)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tfx
+from tfx.nn import constants
+from tfx.theory import fit, norms
+
+SMALL = dict(d_model=32, n_heads=2, d_ffn=128)
+
+
+@pytest.fixture(scope="module")
+def task_batch():
+    task = tfx.synthetic("reverse", length=8)
+    return task, task.batch(0, 8)
+
+
+def test_saturated_share_counts_entries_beyond_artanh_threshold_over_alpha():
+    edge = math.atanh(0.99)  # |tanh(x)| > 0.99 exactly when |x| > edge
+    x = torch.tensor([0.0, edge * 0.999, -edge * 1.001, edge * 1.001, 5.0])
+    assert norms.saturated_share(x, 1.0) == pytest.approx(3 / 5)
+    assert norms.saturated_share(x, 2.0) == pytest.approx(4 / 5)  # doubling α = doubling x
+    assert norms.saturated_share(x, 1.0, threshold=0.9999) == pytest.approx(1 / 5)
+
+
+def test_saturated_share_gaussian_matches_monte_carlo():
+    x = 1.5 * torch.randn(400_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for alpha in (0.3, 1.0, 2.0, 6.0):
+        assert norms.saturated_share(x, alpha) == pytest.approx(
+            norms.saturated_share_gaussian(alpha, 1.5), abs=3e-3)
+    # only α·σ matters
+    assert norms.saturated_share_gaussian(2.0, 0.5) == pytest.approx(norms.saturated_share_gaussian(1.0, 1.0))
+
+
+def test_dyt_saturation_reads_every_dyt_module(task_batch):
+    task, batch = task_batch
+    cfg = norms.lm_config(dict(placement="pre", norm="dyt", dyt_alpha=3.0), task, 2, **SMALL)
+    model = tfx.build_model(cfg)
+    shares = norms.dyt_saturation(model, batch)
+    assert len(shares) == 2 * 2 + 1  # two per layer, the final norm
+    inputs = norms.dyt_inputs(model, batch)
+    for name, (x, a) in inputs.items():
+        assert a == 3.0
+        assert shares[name] == norms.saturated_share(x, a)
+    assert all(0 < s < 1 for s in shares.values())
+    with pytest.raises(ValueError, match="no DyT"):
+        norms.dyt_saturation(tfx.build_model(norms.lm_config({}, task, 1, **SMALL)), batch)
+
+
+def test_placement_diagnostics_post_ln_stream_is_normalised_pre_ln_grows(task_batch):
+    task, batch = task_batch
+    post = norms.placement_diagnostics(norms.PLACEMENTS["Post-LN"], 4, task, batch, **SMALL)
+    pre = norms.placement_diagnostics(norms.PLACEMENTS["Pre-LN"], 4, task, batch, **SMALL)
+    assert post["stream"] == pytest.approx(np.ones(4), abs=1e-3)
+    assert np.all(np.diff(pre["stream"]) > 0)
+    assert set(pre) == {"stream", "grad_ratio", "rel_change"}
+    assert 0 < pre["rel_change"] < 1 and pre["grad_ratio"] > 0
+
+
+def test_branch_multipliers_apply_the_schemes_factors(task_batch):
+    task, batch = task_batch
+    rz = norms.depth_multipliers(norms.DEPTH_SCHEMES["ReZero"], 3, task, batch, **SMALL)
+    assert np.all(rz == 0)  # α = 0: the branch is switched off
+    cfg = norms.lm_config(norms.DEPTH_SCHEMES["DeepNorm"], task, 3, **SMALL)
+    model = tfx.build_model(cfg)
+    got = norms.branch_multipliers(model, batch)
+    with tfx.nn.hooks.record_branches(model) as rec, torch.no_grad():
+        model.eval()
+        model.loss(batch)
+    alpha = constants.deepnorm_constants(0, 3)["decoder"]["alpha"]
+    by_hand = [float(r["f"].std() / (alpha * r["x"]).std()) for r in rec["decoder"]]
+    assert got["ratio"] == pytest.approx(by_hand, rel=1e-5)
+    assert got["names"][0] == "layers.0.self_attn"
+
+
+def test_depth_factor_matches_the_constants_and_their_exponents():
+    N = np.array([2, 6, 12, 24, 100])
+    dn = [constants.deepnorm_constants(0, int(n))["decoder"] for n in N]
+    assert norms.depth_factor("DeepNorm", N) == pytest.approx([c["beta"] ** 2 / c["alpha"] for c in dn])
+    assert norms.depth_factor("T-Fixup", N) == pytest.approx((9 * N) ** -0.5)
+    assert fit.fit_loglog(N, norms.depth_factor("DeepNorm", N))[0] == pytest.approx(-0.75)
+    assert fit.fit_loglog(N, norms.depth_factor("depth-μP", N))[0] == pytest.approx(-0.5)
+    assert np.all(norms.depth_factor("ReZero", N) == 0)
+    # LayerNorm scaling is not a power law: its local slope steepens past −0.5 and drifts
+    k = np.diff(np.log(norms.depth_factor("Pre-LN, 1/√ℓ", N))) / np.diff(np.log(N))
+    assert np.all(k < -0.5) and np.ptp(k) > 0.02
+    with pytest.raises(ValueError, match="scheme"):
+        norms.depth_factor("nope", N)

@@ -1,0 +1,215 @@
+"""What does each norm do to the stream and its gradient? Normalisation after 2020 at
+initialisation (RN-1, DY-1, PL-1; the book's chapter 15).
+
+* DyT (zhu2025dyt) replaces every norm by γ ⊙ tanh(α x) + β: a unit *saturates* when
+  |tanh(α x)| is close to 1, where its gradient 1 − tanh² vanishes.
+  :func:`saturated_share` is the pure formula (a tensor and an α in, a share out; no
+  model, no hooks), :func:`dyt_saturation` reads it at every DyT module of a model.
+* Where the norm sits (PL-1; kim2025periln, sun2025curse, olmo2025, wang2022magneto):
+  :data:`PLACEMENTS` names the decoder-only variants, :func:`placement_diagnostics` measures
+  one at initialisation with the book's probes (:mod:`tfx.theory.hidden`,
+  :mod:`tfx.theory.gradients`, :mod:`tfx.theory.change`).
+* Depth scalings on one axis: :func:`branch_multipliers` measures the effective multiplier
+  of every residual branch relative to the stream it joins, and :func:`depth_factor`
+  gives each scheme's derived factor against depth.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..nn.blocks import DyT
+from ..nn.config import ModelConfig
+from ..nn.constants import deepnorm_constants, tfixup_scale_factors
+from ..nn.hooks import attached, loss_on, mode, record_branches
+
+
+# ----------------------------------------------------------------- DyT saturation (DY-1)
+DYT_SATURATED = 0.99  # |tanh(αx)| beyond this: DyT's derivative is below 2 % of its largest value
+
+
+def saturated(x: torch.Tensor, alpha, threshold: float = DYT_SATURATED) -> torch.Tensor:
+    """Where DyT(x) = γ ⊙ tanh(α x) + β saturates: the boolean ``|tanh(α x)| > threshold``, i.e.
+    ``|x| > artanh(threshold)/|α|``. A device tensor in, a device tensor out (no host read), so
+    a training probe can use it (``tfx.runs.probes``)."""
+    return torch.tanh(alpha * x).abs() > threshold
+
+
+def saturated_share(x, alpha, threshold: float = DYT_SATURATED) -> float:
+    """The share of the entries of ``x`` that DyT saturates (:func:`saturated`). There DyT's
+    derivative γ α (1 − tanh²(α x)) is below ``|γ α| (1 − threshold²)`` (2 % of its largest
+    value for 0.99). Pure: no model, no hooks (zhu2025dyt)."""
+    x = torch.as_tensor(x)
+    return float(saturated(x.double(), float(alpha), threshold).double().mean())
+
+
+def saturated_share_gaussian(alpha, sigma, threshold: float = 0.99):
+    """:func:`saturated_share` predicted for x ~ N(0, σ²)::
+
+        P(|tanh(α x)| > t) = P(|x| > artanh(t)/α) = erfc( artanh(t) / (√2 α σ) )
+
+    a function of α σ only: doubling the input's scale is the same as doubling α."""
+    a = np.asarray(alpha, dtype=float) * np.asarray(sigma, dtype=float)
+    out = np.vectorize(math.erfc)(math.atanh(threshold) / (math.sqrt(2) * a))
+    return float(out) if out.ndim == 0 else out
+
+
+@torch.no_grad()
+def dyt_inputs(model, batch) -> dict:
+    """``{module name: (input, α)}`` for every DyT module of ``model``, in forward order, from
+    one forward pass of the training objective on ``batch`` (eval mode, forward hooks)."""
+    found = {}
+
+    def keep(name):
+        def hook(module, args, kwargs, out):
+            found[name] = (args[0].detach(), float(module.alpha))
+        return hook
+
+    hooks = [(m, keep(n)) for n, m in model.named_modules() if isinstance(m, DyT)]
+    if not hooks:
+        raise ValueError("the model has no DyT module: build it with norm='dyt'")
+    with attached(hooks, "forward"), mode(model):
+        loss_on(model, batch)
+    return found
+
+
+def dyt_saturation(model, batch, threshold: float = 0.99) -> dict:
+    """DY-1 in a model: ``{module name: saturated share}`` for every DyT module, in forward
+    order: :func:`saturated_share` of each module's input at its current α, from one forward
+    pass on ``batch`` (:func:`dyt_inputs`)."""
+    return {n: saturated_share(x, a, threshold) for n, (x, a) in dyt_inputs(model, batch).items()}
+
+
+# ----------------------------------------------------------------- where the norm sits (PL-1)
+# name -> ModelConfig options of a decoder-only LM; N is the norm (LayerNorm unless named)
+PLACEMENTS = {
+    "Post-LN": dict(placement="post"),                              # x_i = N(x + f(x))
+    "Pre-LN": dict(placement="pre"),                                # x + f(N(x))
+    "Peri-LN": dict(placement="peri-ln"),                           # x + N(f(N(x)))
+    "output-norm": dict(placement="output-norm"),                   # x + N(f(x))  (OLMo 2)
+    "Sub-LN": dict(placement="sub-ln", init="subln"),               # x + f(N(x)), N inside f
+    "Pre-LN, 1/√ℓ": dict(placement="pre", ln_scaling=True),          # x + f(N(x)/√ℓ)
+    "Pre-DyT": dict(placement="pre", norm="dyt"),                   # x + f(DyT(x))
+}
+
+
+def lm_config(options: dict, task, n_layers: int, **model_kw) -> ModelConfig:
+    """A decoder-only LM config of ``n_layers`` layers for ``task`` with ``options``
+    (e.g. a value of :data:`PLACEMENTS`), sizes from ``model_kw``."""
+    return ModelConfig.for_task(task, n_enc=0, n_dec=n_layers, **{**options, **model_kw})
+
+
+def placement_diagnostics(options: dict, n_layers: int, task, batch, seed: int = 0,
+                          scale: float = 1e-2, **model_kw) -> dict:
+    """PL-1 at initialisation for one fresh decoder-only LM built with ``options``:
+
+    * ``'stream'``: E‖x_ℓ‖²/d, the residual stream's mean square per coordinate after each
+      layer ℓ = 1…N (:func:`tfx.theory.hidden.hidden_norms`'s ``'output'``; for Post-LN
+      after its norm);
+    * ``'grad_ratio'``: ‖∂L/∂W₂^{(N)}‖ / ‖∂L/∂W₂^{(1)}‖, last over first layer's FFN output
+      weight (:func:`tfx.theory.gradients.layer_grad_norms`);
+    * ``'rel_change'``: ‖F(W) − F(W + δ)‖² / ‖F(W)‖² for a random δ of ``scale`` × each
+      matrix's std (:func:`tfx.theory.change.output_change`), F the stack's output."""
+    from ..nn.model import build_model
+    from .change import output_change, stack_output
+    from .gradients import layer_grad_norms
+    from .hidden import hidden_norms
+
+    m = build_model(lm_config(options, task, n_layers, **model_kw), seed=seed)
+    d = m.cfg.d_model
+    stream = hidden_norms(m, batch)["output"] / d
+    g = layer_grad_norms(m, batch)
+    with torch.no_grad(), mode(m):
+        f_sq = float(stack_output(m, batch).pow(2).sum(-1).mean())
+    change = output_change(m, batch, "random", scale=scale, seed=1000 + seed)
+    return {"stream": stream, "grad_ratio": float(g[-1] / g[0]), "rel_change": change / f_sq}
+
+
+# ----------------------------------------------------------------- depth scalings on one axis
+# name -> ModelConfig options of the decoder-only LMs compared (init-time only)
+DEPTH_SCHEMES = {
+    "Pre-LN": dict(placement="pre"),
+    "ReZero": dict(placement="rezero", init="rezero"),
+    "DeepNorm": dict(placement="deepnorm", init="deepnorm"),
+    "Admin": dict(placement="admin", init="admin"),
+    "T-Fixup": dict(placement="none", init="t-fixup"),
+    "Pre-LN, 1/√ℓ": dict(placement="pre", ln_scaling=True),
+}
+
+
+@torch.no_grad()
+def branch_multipliers(model, batch, stack: str | None = None) -> dict:
+    """The effective multiplier of every residual branch relative to the stream it joins,
+    measured: for sub-layer i, ``std(b · f_i) / std(a · x_{i-1})`` with a, b the factors the
+    placement puts on the shortcut and the branch (a = α for DeepNorm, ω_i for Admin,
+    b = α_i for ReZero, else 1), x_{i-1} the stream entering, f_i its branch output
+    (``tfx.nn.hooks.record_branches``). One forward pass on ``batch``, eval mode.
+    Returns ``{"names": [...], "ratio": array}`` in forward order for ``stack`` (default:
+    the stack that produces the output)."""
+    stack = stack or ("decoder" if "decoder" in model.stacks() else "encoder")
+    residuals = dict(model.stacks()[stack].residuals())
+    with mode(model), record_branches(model) as rec:
+        loss_on(model, batch)
+    names, ratio = [], []
+    for r in rec[stack]:
+        res = residuals[r["name"]]
+        x, f = r["x"].double(), r["f"].double()
+        if res.placement == "deepnorm":
+            x = x * float(res.alpha)
+        elif res.placement == "admin":
+            x = x * res.omega.double()
+        elif res.placement == "rezero":
+            f = f * float(res.alpha)
+        names.append(r["name"])
+        ratio.append(float(f.std() / x.std()))
+    return {"names": names, "ratio": np.array(ratio)}
+
+
+def depth_factor(scheme: str, N) -> np.ndarray:
+    """The factor a scheme puts on a residual branch relative to the stream, against the
+    number of layers N of a decoder-only stack (L = 2N sub-layers), up to a constant that
+    does not depend on N (the branch's own gain at unit scale). Derived in chapter 15:
+
+    * ``"DeepNorm"``    β²/α: two β-scaled matrices on the branch, α on the shortcut;
+                        β = (8N)^(-1/4), α = (2N)^(1/4) → ∝ N^(-3/4) (wang2022deepnet)
+    * ``"T-Fixup"``     s², s = (9N)^(-1/4) on v/out or fc1/fc2, no norm → (9N)^(-1/2)
+    * ``"depth-μP"``    1/√L = (2N)^(-1/2) on every branch (yang2023depthmup; derived only)
+    * ``"Pre-LN"``, ``"Admin"``  no explicit factor: the last branch meets a stream (Pre-LN)
+                        or a shortcut ω (Admin) of variance ≈ 1 + (L−1)c, so its multiplier
+                        falls as L^(-1/2) only asymptotically; returned: (2N)^(-1/2)
+    * ``"Pre-LN, 1/√ℓ"``  the last layer's branch × N^(-1/2) against a stream of variance
+                        ≈ 1 + c·2·H_N (H_N the harmonic number): not a power law; returned
+                        with c = 1: N^(-1/2) / sqrt(1 + 2 H_N)
+    * ``"ReZero"``      α = 0: zero at every depth (not drawable on a log axis).
+    """
+    N = np.asarray(N, dtype=float)
+    if scheme == "DeepNorm":
+        return np.array([deepnorm_constants(0, int(n))["decoder"]["beta"] ** 2
+                         / deepnorm_constants(0, int(n))["decoder"]["alpha"] for n in N.ravel()]).reshape(N.shape)
+    if scheme == "T-Fixup":
+        return np.array([tfixup_scale_factors(0, int(n))["decoder"]["weights"] ** 2
+                         for n in N.ravel()]).reshape(N.shape)
+    if scheme in ("depth-μP", "Pre-LN", "Admin"):
+        return (2 * N) ** -0.5
+    if scheme == "Pre-LN, 1/√ℓ":
+        H = np.array([sum(1 / k for k in range(1, int(n) + 1)) for n in N.ravel()]).reshape(N.shape)
+        return N ** -0.5 / np.sqrt(1 + 2 * H)
+    if scheme == "ReZero":
+        return np.zeros_like(N)
+    raise ValueError(f"scheme={scheme!r}: choose one of {', '.join([*DEPTH_SCHEMES, 'depth-μP'])}")
+
+
+def depth_multipliers(options: dict, n_layers: int, task, batch, seed: int = 0, **model_kw) -> np.ndarray:
+    """:func:`branch_multipliers` of one fresh decoder-only LM built with ``options`` (a value
+    of :data:`DEPTH_SCHEMES`); ``batch`` is also Admin's profiling batch."""
+    from ..nn.model import build_model
+
+    cfg = lm_config(options, task, n_layers, **model_kw)
+    m = build_model(cfg, batch=batch if cfg.init == "admin" else None, seed=seed)
+    return branch_multipliers(m, batch)["ratio"]
+
+
+__all__ = ["saturated_share", "saturated_share_gaussian", "dyt_inputs", "dyt_saturation", "PLACEMENTS", "lm_config", "placement_diagnostics",
+           "DEPTH_SCHEMES", "branch_multipliers", "depth_factor", "depth_multipliers"]
