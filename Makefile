@@ -108,7 +108,8 @@ colab-check: $(STAMP)
 # Uses .venv where there is one, else the machine's python3 with tfx importable from here.
 GPU_PLAN := experiments/lr-sensitivity experiments/warmup-axis experiments/depth experiments/warmup \
             experiments/warmup-fixes experiments/stability-map experiments/admin-profiling \
-            experiments/translation experiments/logits experiments/norms
+            experiments/translation experiments/lm experiments/logits experiments/norms \
+            experiments/placements
 BUDGET ?= 9
 JOBS ?= 4
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))

@@ -874,3 +874,48 @@ def test_DY_1_trained_dyt_at_the_default_alpha_saturates_and_does_not_train_like
     best_lr = lrs[int(np.argmin(sensitivity.median_curve(results.select(recs, norm="DyT"))[1]))]
     for r in results.select(recs, norm="DyT", lr=best_lr):
         assert max(r.history.dyt_saturated[-1]) > 0.9 > max(r.history.dyt_saturated[0])
+
+
+# ---------------------------------------------------------------- after 2020: a decoder-only LM
+def test_LM_1_decoder_only_lm_beta_and_output_change_follow_the_encoder_laws_at_init():
+    """LM-1, init half, as chapter 13 measures it (decoder-only LMs on English text, width 64,
+    N = 2 … 16, four seeds): Σβ²_ii grows linearly with N for Post-LN (R² ≥ 0.95) and like
+    ln N for Pre-LN (R² ≥ 0.95, under 0.4× Post-LN's at N 16); the output change under random
+    δ grows like N for Post-LN (R² ≥ 0.9, better than against ln N) and like ln N for Pre-LN
+    (R² ≥ 0.9), Post-LN's ≥ 3× Pre-LN's at N 16: AM-2's laws, in the causal stack."""
+    from tfx.runs import lm
+
+    depths = (2, 4, 8, 16)
+    r = change.output_change_sweep(lm.load_lm_corpus(), depths, schemes=("post", "pre"), seeds=4,
+                                   batch_size=16, stack="decoder", tie_embeddings=True, **_AM_SIZES)
+    N = np.array(depths, dtype=float)
+    beta_post, beta_pre = r["sum_beta_sq"]["post"].mean(1), r["sum_beta_sq"]["pre"].mean(1)
+    assert fit.fit_linear(N, beta_post)[2] >= 0.95 and fit.fit_linear(np.log(N), beta_pre)[2] >= 0.95
+    assert beta_pre[-1] < 0.4 * beta_post[-1]
+    post, pre = r["post"].mean(1), r["pre"].mean(1)
+    r2_post_n, r2_post_log = fit.fit_linear(N, post)[2], fit.fit_linear(np.log(N), post)[2]
+    assert r2_post_n >= 0.9 and r2_post_n > r2_post_log
+    assert fit.fit_linear(np.log(N), pre)[2] >= 0.9
+    assert post[-1] > 3 * pre[-1]
+
+
+def test_LM_1_post_ln_lm_needs_warmup_where_pre_ln_does_not():
+    """LM-1, training half (experiments/lm.toml: a 6-layer LM on English text, Adam, three
+    seeds each setting the weights and the data order): at some learning rate Pre-LN learned
+    without warmup in every seed (the outcome rule) while Post-LN without warmup learned in
+    none and ended above its own warmed-up run in every seed (paired by seed); and without
+    warmup Post-LN ended above Pre-LN in every seed at every rate where Pre-LN learned."""
+    from tfx.runs import compare
+
+    recs, axes = _book("lm")
+    need = {(p, lr): compare.warmup_need(recs, placement=p, lr=lr)
+            for p in axes["placement"] for lr in axes["lr"]}
+    pre_trains = [lr for lr in axes["lr"]
+                  if need["Pre-LN", lr]["learned_without"] == need["Pre-LN", lr]["n"] >= 3]
+    assert pre_trains, "Pre-LN learned without warmup in every seed at no learning rate"
+    post_needs = [lr for lr in pre_trains
+                  if need["Post-LN", lr]["worse_without"] and need["Post-LN", lr]["learned_without"] == 0]
+    assert post_needs, f"Post-LN ended lower with warmup in every seed at none of {pre_trains}"
+    for lr in pre_trains:
+        d = compare.paired(recs, "placement", "Post-LN", "Pre-LN", warmup="none", lr=lr)
+        assert len(d) >= 3 and all(v > 0 for v in d.values()), lr

@@ -24,6 +24,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
 GPU_CHAPTERS = {"11-warmup-adam.ipynb": ("warmup", "warmup-fixes"),
                 "12-depth-with-warmup.ipynb": ("depth", "lr-sensitivity", "warmup-axis", "stability-map"),
+                "13-decoder-only-lm.ipynb": ("lm",),
                 "14-logits-that-grow.ipynb": ("logits",)}
 
 

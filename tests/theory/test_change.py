@@ -80,3 +80,21 @@ def test_max_output_difference():
     b = tfx.reparameterize_admin(a)
     assert change.max_output_difference(a, b, BATCH) < 1e-5
     assert change.max_output_difference(a, _model(n_enc=2, n_dec=2, seed=1), BATCH) > 1e-2
+
+
+def test_output_change_sweep_of_decoder_only_models():
+    """``stack="decoder"`` builds decoder-only LMs (no encoder, causal), so the numbers differ
+    from the encoders' of the same depth and seed; a bad stack or an n_dec beside
+    ``decoder_only`` is refused by name."""
+    m = change.build_scheme("pre", TASK, 3, decoder_only=True, **SIZES)
+    assert (m.cfg.n_enc, m.cfg.n_dec, m.cfg.kind) == (0, 3, "decoder")
+    assert change.build_scheme("pre", TASK, 3, **SIZES).cfg.kind == "encoder"
+    dec = change.output_change_sweep(TASK, (1, 2), schemes=("post",), seeds=1, batch_size=8, stack="decoder", **SIZES)
+    enc = change.output_change_sweep(TASK, (1, 2), schemes=("post",), seeds=1, batch_size=8, **SIZES)
+    assert dec["post"].shape == (2, 1) and (dec["post"] > 0).all()
+    assert not np.allclose(dec["post"], enc["post"]) and not np.allclose(dec["sum_beta_sq"]["post"],
+                                                                          enc["sum_beta_sq"]["post"])
+    with pytest.raises(ValueError, match="stack='both'"):
+        change.output_change_sweep(TASK, (1,), stack="both", **SIZES)
+    with pytest.raises(ValueError, match="n_dec=2"):
+        change.build_scheme("pre", TASK, 3, n_dec=2, decoder_only=True, **SIZES)

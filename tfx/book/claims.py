@@ -195,6 +195,13 @@ CLAIMS = [
                                  "under random noise DeepNorm's relative output change at {dg_depth} layers "
                                  "is ×{dg_dn_random_growth:.2f} its value at {dg_depth_min} (Post-LN's "
                                  "×{dg_post_random_growth:.1f})")),
+    # After 2020 (the book's own extension): the seeds' story on a decoder-only LM
+    Claim("LM-1", "xiong2020preln,liu2020admin", "the book's extension to a decoder-only LM",
+          "The seeds' story holds in a decoder-only language model: Post-LN needs warmup where Pre-LN "
+          "does not, and the layer dependency and the output change follow the encoder's laws.",
+          "On English text, Post-LN without warmup fails or ends worse than with it where Pre-LN trains "
+          "without; at init Σβ²_ii and the output change grow like N for Post-LN and like ln N for Pre-LN.",
+          ("13-decoder-only-lm", "{claim-LM-1}")),
     # After 2020 (the book's own extension): init-time halves; the training halves come with
     # the recorded learning-rate sweep
     Claim("RN-1", "zhang2019rmsnorm", "RMSNorm (re-scaling without re-centring)",

@@ -5,6 +5,7 @@ writes "profile: book · device: cpu" in its corner, and ``figure()`` does it fo
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import matplotlib
@@ -45,9 +46,14 @@ def stamp(fig, profile) -> None:
     fig.text(0.995, 0.005, str(profile), ha="right", va="bottom", fontsize=7, color="#666666")
 
 
-def figure(profile, ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None, **kw):
-    """``plt.subplots`` in the book's style, stamped with ``profile``; returns (fig, axes)."""
+def figure(profile, ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None,
+           task: str | None = None, **kw):
+    """``plt.subplots`` in the book's style, stamped with ``profile``; returns (fig, axes).
+    ``task``: the task the figure shows, where it is not the profile's (e.g. a recorded
+    language-model sweep), so the stamp names the right one."""
     use_style()
+    if task is not None and task != profile.task:
+        profile = dataclasses.replace(profile, task=task, task_note="")
     w = width or 4.2 * ncols + 0.6
     h = height or 3.2 * nrows + 0.3
     fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), layout="constrained", **kw)

@@ -130,31 +130,39 @@ SCHEMES = {  # name -> (placement, init) for the depth sweeps
 }
 
 
-def build_scheme(scheme: str, task, n_layers: int, batch=None, seed: int = 0, n_dec: int = 0, **model_kw):
+def build_scheme(scheme: str, task, n_layers: int, batch=None, seed: int = 0, n_dec: int = 0,
+                 decoder_only: bool = False, **model_kw):
     """An encoder-only (``n_dec=0``) or encoder–decoder model of ``scheme`` in
     ``SCHEMES`` (post, pre, admin, admin-profiling-free), sized by ``model_kw``
-    (e.g. ``P.model_kwargs()``); ``batch`` feeds Admin's profiling pass."""
+    (e.g. ``P.model_kwargs()``); ``decoder_only=True``: a decoder-only LM of
+    ``n_layers`` layers instead. ``batch`` feeds Admin's profiling pass."""
     from ..nn.config import ModelConfig
     from ..nn.model import build_model
 
     if scheme not in SCHEMES:
         raise ValueError(f"scheme={scheme!r}: choose one of {', '.join(SCHEMES)}")
+    if decoder_only and n_dec:
+        raise ValueError(f"n_dec={n_dec}: a decoder-only model has n_layers decoder layers; leave n_dec at 0")
     placement, init = SCHEMES[scheme]
-    cfg = ModelConfig.for_task(task, n_enc=n_layers, n_dec=n_dec, placement=placement, init=init, **model_kw)
+    n_enc, n_dec = (0, n_layers) if decoder_only else (n_layers, n_dec)
+    cfg = ModelConfig.for_task(task, n_enc=n_enc, n_dec=n_dec, placement=placement, init=init, **model_kw)
     return build_model(cfg, batch=batch if init == "admin" else None, seed=seed)
 
 
 def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: int = 1, batch_size: int = 32,
                         perturbation: str = "random", scale: float = 1e-2, lr: float = 1e-5,
-                        **model_kw) -> dict:
-    """AM-2 against depth: ``output_change`` of encoder-only models with N ∈ ``depths``
-    layers, for each scheme, averaged over ``seeds`` (each seed: a fresh init, a fresh
-    δ). One batch of ``task`` is the input x_0 and Admin's profiling batch.
+                        stack: str = "encoder", **model_kw) -> dict:
+    """AM-2 against depth: ``output_change`` of encoder-only models (``stack="encoder"``)
+    or decoder-only LMs (``stack="decoder"``) with N ∈ ``depths`` layers, for each scheme,
+    over ``seeds`` (each seed: a fresh init, a fresh δ). One batch of ``task`` is the
+    input x_0 and Admin's profiling batch.
 
     Alongside, ``res["sum_beta_sq"][scheme]`` holds Σ_i β²_{i,i} of the same models
     (``layer_dependency``): Theorem 2 says the output change is C times it.
 
     Returns ``{"depths": array, scheme: array (len(depths), seeds), "sum_beta_sq": {scheme: array}}``."""
+    if stack not in ("encoder", "decoder"):
+        raise ValueError(f"stack={stack!r}: choose 'encoder' (encoder-only models) or 'decoder' (decoder-only LMs)")
     batch = task.batch(0, batch_size)
     res = {"depths": np.asarray(depths), "sum_beta_sq": {}}
     for sch in schemes:
@@ -162,9 +170,9 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
         sb = np.zeros((len(depths), seeds))
         for a, n in enumerate(depths):
             for s in range(seeds):
-                m = build_scheme(sch, task, n, batch=batch, seed=s, **model_kw)
+                m = build_scheme(sch, task, n, batch=batch, seed=s, decoder_only=stack == "decoder", **model_kw)
                 vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=1000 + s)
-                sb[a, s] = float(np.nansum(np.diag(layer_dependency(m, batch)["encoder"]["beta"])[1:] ** 2))
+                sb[a, s] = float(np.nansum(np.diag(layer_dependency(m, batch)[stack]["beta"])[1:] ** 2))
         res[sch] = vals
         res["sum_beta_sq"][sch] = sb
     return res
