@@ -723,6 +723,45 @@ def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqr
     assert stream["Pre-LN, 1/√ℓ"][-1] < 0.5 * stream["Pre-LN"][-1]
 
 
+
+def _top_stream(recs, **point) -> dict:
+    """Per seed: the variance of the stream entering the top sub-layer at the end of training."""
+    out = {}
+    for r in results.select(recs, **point):
+        h = r.history
+        sub = [k for k, n in enumerate(h.stream_names) if not n.endswith("output")]
+        out[r.seed] = h.stream_var[-1][sub[-1]]
+    return out
+
+
+def test_PL_1_trained_output_norms_bound_the_stream_one_over_sqrt_l_only_lowers_it():
+    """PL-1's training half (experiments/placements.toml: an 8-layer LM on English text, four
+    learning rates, three seeds). Pre-LN's top stream grows over 1000-fold from the lowest rate
+    to the highest (book: 5,000–8,800×). With Peri-LN and OLMo 2's output norm it grows under a
+    hundredth as much as Pre-LN's, seed by seed (book: 1.1–2.2×), and their best held-out loss over
+    the rates ends below Pre-LN's in every seed. With 1/√ℓ the top stream is below Pre-LN's at
+    every rate in every seed, but still grows over 1000-fold: it lowers the growth, it does not
+    bound it."""
+    recs, axes = _book("placements")
+    lo, hi = axes["lr"][0], axes["lr"][-1]
+
+    def growth(name):
+        a, b = _top_stream(recs, placement=name, lr=lo), _top_stream(recs, placement=name, lr=hi)
+        return {s: b[s] / a[s] for s in a}
+
+    pre = growth("Pre-LN")
+    assert len(pre) >= 3 and all(g > 1000 for g in pre.values())
+    best_pre = _best_by_seed(recs, placement="Pre-LN")
+    for name in ("Peri-LN", "output norm"):
+        g = growth(name)
+        assert all(100 * g[s] < pre[s] for s in pre), name
+        best = _best_by_seed(recs, placement=name)
+        assert all(best[s] < best_pre[s] for s in best_pre), name
+    for lr in axes["lr"]:
+        scaled, plain = _top_stream(recs, placement="Pre-LN, 1/√ℓ", lr=lr), _top_stream(recs, placement="Pre-LN", lr=lr)
+        assert all(scaled[s] < plain[s] for s in plain), lr
+    assert all(g > 1000 for g in growth("Pre-LN, 1/√ℓ").values())
+
 # ---------------------------------------------------------------- after 2020: logits that grow
 from tfx.runs import traces  # noqa: E402
 
@@ -875,6 +914,28 @@ def test_DY_1_trained_dyt_at_the_default_alpha_saturates_and_does_not_train_like
     for r in results.select(recs, norm="DyT", lr=best_lr):
         assert max(r.history.dyt_saturated[-1]) > 0.9 > max(r.history.dyt_saturated[0])
 
+
+
+def test_DY_1_trained_dyt_with_alpha_set_right_trains_where_larger_alphas_saturate():
+    """DY-1's "with α set right" (experiments/norms.toml, DyT started at α = 0.1 and 0.02): at
+    α = 0.02 no seed's best held-out loss lies above LayerNorm's range of seeds (book: two
+    below it, one just below), and at its best learning rate its most saturated DyT ends with
+    under half of its units saturated in every seed (book: 6–13 %); at α = 0.1 the model still
+    saturates (over 90 % in every seed at its best rate) and every seed ends above LayerNorm's
+    range, like the default α = 0.5."""
+    recs, axes = _book("norms")
+    ln = _best_by_seed(recs, norm="LayerNorm")
+
+    def at_best(norm):
+        best_lr = axes["lr"][int(np.nanargmin(sensitivity.median_curve(results.select(recs, norm=norm))[1]))]
+        return [max(r.history.dyt_saturated[-1]) for r in results.select(recs, norm=norm, lr=best_lr)]
+
+    small = _best_by_seed(recs, norm="DyT, α = 0.02")
+    assert len(small) >= 3 and all(v <= max(ln.values()) for v in small.values())
+    assert all(share < 0.5 for share in at_best("DyT, α = 0.02"))
+    mid = _best_by_seed(recs, norm="DyT, α = 0.1")
+    assert len(mid) >= 3 and min(mid.values()) > max(ln.values())
+    assert all(share > 0.9 for share in at_best("DyT, α = 0.1"))
 
 # ---------------------------------------------------------------- after 2020: a decoder-only LM
 def test_LM_1_decoder_only_lm_beta_and_output_change_follow_the_encoder_laws_at_init():

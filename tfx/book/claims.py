@@ -220,17 +220,17 @@ CLAIMS = [
                                   "{dy1_depth}-layer Pre-LN LM at init {dy1_share_default:.2f} % of units "
                                   "saturate at α = 0.5, half from α ≈ {dy1_alpha_half:.2g}, "
                                   "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}; trained at α = 0.5 (LM, six "
-                                  "learning rates): {dy1-train}")),
+                                  "learning rates): {dy1-train}; started at smaller α: {dy1-alpha}")),
     Claim("PL-1", "kim2025periln,sun2025curse,olmo2025", "Peri-LN; The Curse of Depth; OLMo 2",
           "Pre-LN's residual stream grows with depth, so deep layers add little; a norm on each "
           "branch's output or a 1/√ℓ factor on the norm of layer ℓ is said to bound the growth.",
-          "At initialisation Pre-LN's stream variance grows linearly with the layer; Peri-LN and the "
-          "output norm bound it, and 1/√ℓ slows it (init half measured here; after training: not yet).",
+          "Pre-LN's stream variance grows with the layer, at initialisation and more after training; "
+          "Peri-LN and the output norm bound it, and 1/√ℓ slows it.",
           ("15-norms-after-2020", "at init, {pl1_depth} layers: the stream's mean square grows "
                                   "{pl1_slope_pre:.2f} per layer in Pre-LN, {pl1_slope_peri:.2f} in "
                                   "Peri-LN, {pl1_slope_out:.2f} with the output norm (they "
                                   "{pl1_outnorms_verdict} at init); with 1/√ℓ it ends at "
-                                  "{pl1_scaled_over_pre:.2f}× Pre-LN's, growing like ln ℓ")),
+                                  "{pl1_scaled_over_pre:.2f}× Pre-LN's, growing like ln ℓ; {pl1-train}")),
     # After 2020: logits that grow (Wortsman et al. 2023's small-scale proxies)
     Claim("LG-1", "wortsman2023proxies,dehghani2023vit22b", "§3.1.1, Fig. 2",
           "Without a fix, the largest attention logit grows during training at high learning rates, "
