@@ -57,6 +57,8 @@ OPTIONS = [  # (option on, the same model with it off)
     (dict(placement="pre", ln_scaling=True), dict(placement="pre")),
     (dict(placement="peri-ln", ln_scaling=True), dict(placement="peri-ln")),
     (dict(placement="sub-ln", ln_scaling=True), dict(placement="sub-ln")),
+    (dict(placement="pre", depth_mup=True), dict(placement="pre")),
+    (dict(placement="peri-ln", depth_mup=True), dict(placement="peri-ln")),
     (dict(qk_norm=True), dict()),
     (dict(attn_softcap=0.5), dict()),
     (dict(logit_softcap=1.0), dict()),
@@ -274,6 +276,36 @@ def test_ln_scaling_multiplies_the_branch_input_of_layer_l_by_one_over_sqrt_l(pl
         l = int(name.split(".")[2]) + 1
         torch.testing.assert_close(seen[name]["h"], res.norm(seen[name]["x"]) / math.sqrt(l))
     assert model.encoder.final_norm is not None  # the final norm is not scaled
+
+
+
+# ------------------------------------------------------------------ depth-μP's branch multiplier
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@torch.no_grad()
+def test_depth_mup_multiplies_every_branch_by_one_over_sqrt_of_its_stacks_sublayers(kind):
+    """x_i = x_{i-1} + f_i/√L with L the residual sub-layers of the stack (2 per layer; 3 in
+    an encoder–decoder's decoder): the branch term is exactly 1/√L times the same model's
+    without the option, seed for seed."""
+    on = build_model(_cfg(placement="pre", depth_mup=True, **KINDS[kind]), seed=0).eval()
+    off = build_model(_cfg(placement="pre", **KINDS[kind]), seed=0).eval()
+    x = torch.randn(2, 5, SMALL["d_model"], generator=torch.Generator().manual_seed(0))
+    for stack in on.stacks():
+        subs_on, subs_off = on.stacks()[stack].residuals(), off.stacks()[stack].residuals()
+        L = len(subs_on)
+        assert L == (3 if kind == "encoder-decoder" and stack == "decoder" else 2) * 2
+        for (name, a), (_, b) in zip(subs_on, subs_off):
+            if "cross_attn" in name:
+                continue  # needs the encoder's output; same Residual.branch code path
+            assert a.branch_scale == pytest.approx(L ** -0.5) and b.branch_scale == 1.0
+            causal = dict(causal=True) if stack == "decoder" and "self_attn" in name else {}
+            torch.testing.assert_close(a.branch(x, **causal), b.branch(x, **causal) / math.sqrt(L))
+
+
+def test_depth_mup_is_refused_where_the_branch_is_not_added_to_the_stream():
+    for placement in ("post", "admin", "deepnorm", "rezero"):
+        init = {"admin": "admin", "deepnorm": "deepnorm", "rezero": "rezero"}.get(placement, "xavier")
+        with pytest.raises(ValueError, match=r"depth_mup=True .* enc_placement=" + repr(placement)):
+            _cfg(placement=placement, init=init, depth_mup=True)
 
 
 @pytest.mark.parametrize("kw, words", [

@@ -132,6 +132,7 @@ MODEL_SPEC = {
     "admin_profiling": choices(["train", "eval"]),
     "dyt_alpha": numbers(0, low_open=True),
     "ln_scaling": booleans(),
+    "depth_mup": booleans(),
     "qk_norm": booleans(),
     "attn_softcap": optional(numbers(0, low_open=True)),
     "logit_softcap": optional(numbers(0, low_open=True)),
@@ -177,6 +178,7 @@ COMPANIONS = {
     "checkpoint_every": lambda v: {"checkpoint_path": "run.pt"},
     "dyt_alpha": lambda v: {"norm": "dyt"},  # the initial α of DyT: rejected with another norm
     "ln_scaling": lambda v: {"placement": "pre"},  # scales a norm on the branch's input
+    "depth_mup": lambda v: {"placement": "pre"},  # scales a branch added to the stream
     "weight_decay_mode": lambda v: {"optimizer": "adamw"},  # 'independent' rescales AdamW's decay
 }
 # how an accepted value is stored; default: equal to the value given

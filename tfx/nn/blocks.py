@@ -144,23 +144,31 @@ class Attention(nn.Module):
 
     def forward(self, x, memory=None, mask=None, causal=False):
         q, k, v = self._qkv(x, memory)
+        lq, lk = q.shape[-2], k.shape[-2]
         if causal and mask is not None:  # SDPA takes a mask or is_causal, not both: fold the triangle in
-            mask = mask & torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-            causal = False
+            mask, causal = allowed_pairs(mask, True, lq, lk, q.device), False
         dropout = self.dropout if self.training else 0.0
         if self.softcap is None:  # the fused kernel computes the same S = QKᵀ · scale inside
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                                  dropout_p=dropout, scale=self.scale)
         else:
             s = self._scores(q, k)
-            if causal:
-                mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
-            if mask is not None:
-                s = s.masked_fill(~mask, float("-inf"))
+            if causal or mask is not None:
+                s = s.masked_fill(~allowed_pairs(mask, causal, lq, lk, s.device), float("-inf"))
             out = F.dropout(s.softmax(-1), self.dropout, self.training) @ v
         B, h, L, dh = out.shape
         out = out.transpose(1, 2).reshape(B, L, h * dh)
         return self.out_proj(out if self.inner_norm is None else self.inner_norm(out))
+
+
+def allowed_pairs(mask, causal: bool, lq: int, lk: int, device) -> torch.Tensor:
+    """Which (query, key) pairs an attention may use: ``mask`` (True = allowed, broadcastable
+    to (B, h, Lq, Lk); None: all) and, when ``causal``, key j ≤ query i. The one place the
+    forward pass and the probes (``tfx.runs.probes``) combine the two."""
+    allowed = torch.ones(lq, lk, dtype=torch.bool, device=device)
+    if causal:
+        allowed = allowed.tril()
+    return allowed if mask is None else mask & allowed
 
 
 class FeedForward(nn.Module):
@@ -187,7 +195,8 @@ class Residual(nn.Module):
     peri-ln, sub-ln) or on the sum (post, admin, deepnorm), ``self.out_norm`` on the branch's
     output (peri-ln, output-norm); each is None where the placement has none
     (``config.PRE_NORM``, ``SUM_NORM``, ``OUT_NORM``). ``ln_scale``: the factor on N(x_{i-1})
-    (1/√ℓ with ``ln_scaling``). The norm *inside* a Sub-LN branch belongs to f.
+    (1/√ℓ with ``ln_scaling``). ``branch_scale``: the factor on the branch's term (1/√L with
+    ``depth_mup``, set by the stack, which knows L). The norm *inside* a Sub-LN branch belongs to f.
 
     ``hook``: if set, called as ``hook(self, x, fx)`` with the residual stream x_{i-1}
     and the branch's term fx before they are combined (with its output norm, if any, and
@@ -200,6 +209,7 @@ class Residual(nn.Module):
                  dyt_alpha: float = 0.5, ln_scale: float = 1.0):
         super().__init__()
         self.f, self.placement, self.ln_scale = f, placement, float(ln_scale)
+        self.branch_scale = 1.0  # depth-μP's 1/√L: set by the stack (tfx.nn.model.Stack)
         self.dropout = nn.Dropout(dropout)
         has_norm = placement in PRE_NORM or placement in SUM_NORM
         self.norm = make_norm(norm, d, eps, dyt_alpha) if has_norm else None
@@ -215,11 +225,13 @@ class Residual(nn.Module):
     def branch(self, x, **ctx):
         """The term f_i adds to the stream: f_i reads N(x_{i-1}) (× 1/√ℓ with ``ln_scaling``) where
         the placement has a norm on the branch's input, else x_{i-1}; its output goes through
-        N_out where the placement has one (peri-ln, output-norm); then dropout."""
+        N_out where the placement has one (peri-ln, output-norm); then dropout; then × 1/√L
+        with ``depth_mup``."""
         h = x if self.placement not in PRE_NORM else (
             self.norm(x) if self.ln_scale == 1.0 else self.ln_scale * self.norm(x))
         fx = self.f(h, **ctx)
-        return self.dropout(fx if self.out_norm is None else self.out_norm(fx))
+        fx = self.dropout(fx if self.out_norm is None else self.out_norm(fx))
+        return fx if self.branch_scale == 1.0 else self.branch_scale * fx
 
     def forward(self, x, **ctx):
         fx = self.branch(x, **ctx)  # first: Admin's profiling hook sets ω before it is used
@@ -238,6 +250,7 @@ class Residual(nn.Module):
 
     def extra_repr(self) -> str:
         scaled = "" if self.ln_scale == 1.0 else f", ln_scale={self.ln_scale:.4g}"
+        scaled += "" if self.branch_scale == 1.0 else f", branch_scale={self.branch_scale:.4g}"
         return f"placement={self.placement!r}{scaled}"
 
 

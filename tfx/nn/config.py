@@ -206,6 +206,7 @@ _MODEL_RULES = {
     "admin_profiling": _rule(_check_choice, ("train", "eval")),  # tfx.nn.init.ADMIN_PROFILING
     "dyt_alpha": _rule(_check_positive),
     "ln_scaling": _rule(_check_bool),
+    "depth_mup": _rule(_check_bool),
     "qk_norm": _rule(_check_bool),
     "attn_softcap": _rule(_check_positive, optional=True),
     "logit_softcap": _rule(_check_positive, optional=True),
@@ -229,6 +230,8 @@ class ModelConfig(_Replaceable):
     * ``norm="dyt"``            Dynamic Tanh γ ⊙ tanh(α x) + β, α a learned scalar starting
                                 at ``dyt_alpha`` (zhu2025dyt); ``"rmsnorm"``: zhang2019rmsnorm.
     * ``ln_scaling``            the pre-branch norm of layer ℓ times 1/√ℓ (sun2025curse).
+    * ``depth_mup``             every residual branch times 1/√L, L the residual sub-layers of its
+                                stack (depth-μP's branch multiplier, yang2023depthmup).
     * ``qk_norm``               a norm on each head's queries and keys (dehghani2023vit22b,
                                 wortsman2023proxies).
     * ``attn_softcap`` / ``logit_softcap``   c · tanh(x / c) on the attention logits / the
@@ -259,6 +262,7 @@ class ModelConfig(_Replaceable):
     admin_profiling: str = "train"  # init='admin': profile with dropout on ('train', the authors' way) or off ('eval')
     dyt_alpha: float = 0.5  # norm='dyt': the initial α of γ ⊙ tanh(α x) + β (zhu2025dyt)
     ln_scaling: bool = False  # the pre-branch norm of layer ℓ times 1/√ℓ (sun2025curse)
+    depth_mup: bool = False  # every residual branch × 1/√L, L its stack's sub-layers (yang2023depthmup)
     qk_norm: bool = False  # a norm (cfg.norm, over d_h) on queries and keys (dehghani2023vit22b)
     attn_softcap: float | None = None  # c · tanh(s / c) on the attention logits s (gemma2024)
     logit_softcap: float | None = None  # c · tanh(z / c) on the output logits z (gemma2024)
@@ -289,6 +293,14 @@ class ModelConfig(_Replaceable):
                     raise ValueError(
                         f"ln_scaling=True scales the norm on a branch's input, which {stack}_placement={p!r} "
                         f"has not; it needs {stack}_placement in {PRE_NORM}"
+                    )
+        if self.depth_mup:
+            for stack, p in self._stack_placements():
+                if p in SUM_NORM or p == "rezero":
+                    raise ValueError(
+                        f"depth_mup=True scales a branch that is added to the stream (x + f/√L); "
+                        f"{stack}_placement={p!r} does not add its branch that way: it needs "
+                        f"{stack}_placement in {tuple(q for q in PLACEMENTS if q not in SUM_NORM + ('rezero',))}"
                     )
         if self.dyt_alpha != 0.5 and self.norm != "dyt":
             raise ValueError(f"dyt_alpha={self.dyt_alpha} is the initial α of norm='dyt' and has no effect "

@@ -58,6 +58,10 @@ class Stack(nn.Module):
         self.layers = nn.ModuleList(layer_cls(cfg, placement, alpha, layer=l) for l in range(1, n + 1))
         self.final_norm = (make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.dyt_alpha)
                            if placement in FINAL_NORM else None)
+        if cfg.depth_mup:  # depth-μP: every branch × 1/√L, L this stack's residual sub-layers
+            subs = self.residuals()
+            for _, r in subs:
+                r.branch_scale = len(subs) ** -0.5
 
     def residuals(self) -> list:
         """[(name, Residual)] of this stack in forward order, names like 'layers.0.ffn'."""

@@ -34,7 +34,7 @@ import contextlib
 import torch
 
 from ..nn.batch import PAD
-from ..nn.blocks import Attention
+from ..nn.blocks import Attention, allowed_pairs
 from ..nn.hooks import attached
 from ..theory import norms  # DyT's saturation: one formula, for init-time checks and this probe
 from .diagnose import _attention_logits
@@ -45,15 +45,6 @@ FIELDS = ("attn_logit_max", "attn_entropy", "stream_var", "dyt_saturated")
 def is_dyt(module) -> bool:
     """A Dynamic Tanh norm γ ⊙ tanh(αx) + β (zhu2025dyt): a module of class ``DyT`` with a scalar ``alpha``."""
     return type(module).__name__ == "DyT" and hasattr(module, "alpha")
-
-
-def allowed_pairs(mask, causal: bool, lq: int, lk: int, device) -> torch.Tensor:
-    """Which (query, key) pairs an attention may use: ``mask`` (True = allowed, broadcastable
-    to (B, h, Lq, Lk)) and, when ``causal``, key j ≤ query i, as Attention.forward combines them."""
-    allowed = torch.ones(lq, lk, dtype=torch.bool, device=device)
-    if causal:
-        allowed = allowed.tril()
-    return allowed if mask is None else mask & allowed
 
 
 def attention_entropy(scores: torch.Tensor, allowed: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:

@@ -45,7 +45,7 @@ def saturated_share(x, alpha, threshold: float = DYT_SATURATED) -> float:
     return float(saturated(x.double(), float(alpha), threshold).double().mean())
 
 
-def saturated_share_gaussian(alpha, sigma, threshold: float = 0.99):
+def saturated_share_gaussian(alpha, sigma, threshold: float = DYT_SATURATED):
     """:func:`saturated_share` predicted for x ~ N(0, σ²)::
 
         P(|tanh(α x)| > t) = P(|x| > artanh(t)/α) = erfc( artanh(t) / (√2 α σ) )
@@ -75,7 +75,7 @@ def dyt_inputs(model, batch) -> dict:
     return found
 
 
-def dyt_saturation(model, batch, threshold: float = 0.99) -> dict:
+def dyt_saturation(model, batch, threshold: float = DYT_SATURATED) -> dict:
     """DY-1 in a model: ``{module name: saturated share}`` for every DyT module, in forward
     order: :func:`saturated_share` of each module's input at its current α, from one forward
     pass on ``batch`` (:func:`dyt_inputs`)."""
@@ -136,6 +136,7 @@ DEPTH_SCHEMES = {
     "Admin": dict(placement="admin", init="admin"),
     "T-Fixup": dict(placement="none", init="t-fixup"),
     "Pre-LN, 1/√ℓ": dict(placement="pre", ln_scaling=True),
+    "depth-μP": dict(placement="pre", depth_mup=True),
 }
 
 
@@ -175,7 +176,9 @@ def depth_factor(scheme: str, N) -> np.ndarray:
     * ``"DeepNorm"``    β²/α: two β-scaled matrices on the branch, α on the shortcut;
                         β = (8N)^(-1/4), α = (2N)^(1/4) → ∝ N^(-3/4) (wang2022deepnet)
     * ``"T-Fixup"``     s², s = (9N)^(-1/4) on v/out or fc1/fc2, no norm → (9N)^(-1/2)
-    * ``"depth-μP"``    1/√L = (2N)^(-1/2) on every branch (yang2023depthmup; derived only)
+    * ``"depth-μP"``    1/√L = (2N)^(-1/2) on every branch (yang2023depthmup), times Pre-LN's
+                        own multiplier of the branch: the depth-μP model is Pre-LN with
+                        ``depth_mup=True``; returned: (2N)^(-1/2)
     * ``"Pre-LN"``, ``"Admin"``  no explicit factor: the last branch meets a stream (Pre-LN)
                         or a shortcut ω (Admin) of variance ≈ 1 + (L−1)c, so its multiplier
                         falls as L^(-1/2) only asymptotically; returned: (2N)^(-1/2)
@@ -198,7 +201,7 @@ def depth_factor(scheme: str, N) -> np.ndarray:
         return N ** -0.5 / np.sqrt(1 + 2 * H)
     if scheme == "ReZero":
         return np.zeros_like(N)
-    raise ValueError(f"scheme={scheme!r}: choose one of {', '.join([*DEPTH_SCHEMES, 'depth-μP'])}")
+    raise ValueError(f"scheme={scheme!r}: choose one of {', '.join(DEPTH_SCHEMES)}")
 
 
 def depth_multipliers(options: dict, n_layers: int, task, batch, seed: int = 0, **model_kw) -> np.ndarray:
