@@ -726,12 +726,7 @@ def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqr
 
 def _top_stream(recs, **point) -> dict:
     """Per seed: the variance of the stream entering the top sub-layer at the end of training."""
-    out = {}
-    for r in results.select(recs, **point):
-        h = r.history
-        sub = [k for k, n in enumerate(h.stream_names) if not n.endswith("output")]
-        out[r.seed] = h.stream_var[-1][sub[-1]]
-    return out
+    return {r.seed: traces.stream_profile(r.history)[1][-1] for r in results.select(recs, **point)}
 
 
 def test_PL_1_trained_output_norms_bound_the_stream_one_over_sqrt_l_only_lowers_it():

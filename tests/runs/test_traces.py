@@ -35,3 +35,13 @@ def test_pull_to_zero_pairs_runs_by_seed_and_learning_rate():
     fixed = [rec(0, 1e-2, 2.0), rec(1, 1e-2, -4.0), rec(0, 1e-1, 3.0), rec(5, 1e-2, 0.0)]
     assert pr.pull_to_zero(fixed, unfixed) == [0.75, 0.0, -0.5]  # the unpaired seed 5 is left out
     assert 0 < pr.HELD_SHARE < 1
+
+
+def test_stream_profile_drops_the_stack_outputs_and_reads_the_chosen_step():
+    from tfx.runs import traces as pr
+    from tfx.runs.train import History
+
+    h = History(stream_names=["decoder.layers.0.self_attn", "decoder.layers.0.ffn", "decoder.output"],
+                stream_var=[[1.0, 2.0, 9.0], [1.5, 4.0, 7.0]])
+    assert pr.stream_profile(h) == (["decoder.layers.0.self_attn", "decoder.layers.0.ffn"], [1.5, 4.0])
+    assert pr.stream_profile(h, 0)[1] == [1.0, 2.0]

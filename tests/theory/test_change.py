@@ -98,3 +98,15 @@ def test_output_change_sweep_of_decoder_only_models():
         change.output_change_sweep(TASK, (1,), stack="both", **SIZES)
     with pytest.raises(ValueError, match="n_dec=2"):
         change.build_scheme("pre", TASK, 3, n_dec=2, decoder_only=True, **SIZES)
+
+
+def test_depth_laws_hold_for_theorem_2s_shapes_and_fail_otherwise():
+    """Post-LN's change linear in N and Pre-LN's linear in ln N: the laws hold; swap the
+    two, or make Post-LN's no larger than Pre-LN's, and they do not."""
+    N = np.array([2.0, 4.0, 8.0, 16.0])
+    lin, log = (0.01 * N)[:, None], (0.01 * (1 + np.log(N)))[:, None]
+    good = change.depth_laws({"depths": N, "post": lin, "pre": log})
+    assert good["holds"] and good["r2_post_n"] == pytest.approx(1.0) and good["r2_pre_log"] == pytest.approx(1.0)
+    assert good["ratio"] == pytest.approx(16 / (1 + np.log(16)))
+    assert not change.depth_laws({"depths": N, "post": log, "pre": lin})["holds"]
+    assert not change.depth_laws({"depths": N, "post": lin, "pre": lin})["holds"]  # ratio 1

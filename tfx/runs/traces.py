@@ -34,6 +34,15 @@ def trace(history, name: str) -> tuple[list, list]:
     return xs[:n], [reduce(flat(r)) if len(flat(r)) else float("nan") for r in rows[:n]]
 
 
+def stream_profile(history, row: int = -1) -> tuple[list, list]:
+    """(sub-layer names, variances) of the stream entering each residual sub-layer, bottom to
+    top, at logged step number ``row`` (default: the last) of a run recorded with probes:
+    ``stream_var`` without the stacks' outputs (``tfx.runs.probes``)."""
+    keep = [k for k, n in enumerate(history.stream_names) if not n.endswith("output")]
+    return ([history.stream_names[k] for k in keep],
+            [float(history.stream_var[row][k]) for k in keep])
+
+
 def separation_step(below, above, name: str):
     """The first recorded step at which every run of ``below`` has a lower value of probe
     ``name`` (:func:`trace`) than every run of ``above``, and stays so at every later step

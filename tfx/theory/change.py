@@ -17,6 +17,7 @@ import torch
 
 from ..nn.hooks import loss_on, mode
 from .dependency import layer_dependency
+from .fit import fit_linear
 from .gradients import _placement
 
 
@@ -176,6 +177,25 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
         res[sch] = vals
         res["sum_beta_sq"][sch] = sb
     return res
+
+
+LAW_R2 = 0.9  # a depth law holds when a line through the measured points fits them this well
+
+
+def depth_laws(res) -> dict:
+    """Theorem 2's two corollaries against an :func:`output_change_sweep` of ``"post"`` and
+    ``"pre"`` (mean over seeds): ``r2_post_n`` / ``r2_post_log`` (Post-LN's output change
+    against N / ln N), ``r2_pre_log`` (Pre-LN's against ln N), ``ratio`` (Post-LN ÷ Pre-LN at
+    the deepest N) and ``holds``: Post-LN linear in N (R² ≥ LAW_R2, better than against ln N),
+    Pre-LN linear in ln N (R² ≥ LAW_R2), and Post-LN's change over 3× Pre-LN's at the deepest
+    N (Liu et al. 2020, Cor. 1–2, Fig. 4)."""
+    N = np.asarray(res["depths"], dtype=float)
+    post, pre = res["post"].mean(1), res["pre"].mean(1)
+    out = {"r2_post_n": fit_linear(N, post)[2], "r2_post_log": fit_linear(np.log(N), post)[2],
+           "r2_pre_log": fit_linear(np.log(N), pre)[2], "ratio": float(post[-1] / pre[-1])}
+    out["holds"] = bool(out["r2_post_n"] >= LAW_R2 and out["r2_post_n"] > out["r2_post_log"]
+                        and out["r2_pre_log"] >= LAW_R2 and out["ratio"] > 3)
+    return out
 
 
 # ----------------------------------------------------------------- AD-2: two models, one function?
