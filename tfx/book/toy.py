@@ -20,7 +20,9 @@ import torch
 from torch import nn
 
 from ..nn.blocks import FeedForward, Residual, make_norm
+from ..nn.config import TrainConfig
 from ..nn.init import xavier_linear_
+from ..nn.optim import make_optimizer, take_step
 
 STACK_KINDS = ("plain", "residual", "post", "pre")
 
@@ -121,12 +123,15 @@ def first_step(model, batch, lr: float, optimizer: str = "adam", betas=(0.9, 0.9
         before = _logits(m, batch).detach()
     params = dict(m.named_parameters())
     old = {k: p.detach().clone() for k, p in params.items()}
-    opt = (torch.optim.Adam(params.values(), lr=lr, betas=betas, eps=eps) if optimizer == "adam"
-           else torch.optim.SGD(params.values(), lr=lr))
-    opt.zero_grad(set_to_none=True)
-    m.loss(batch)["loss"].backward()
-    grad_rms = {k: float(p.grad.pow(2).mean().sqrt()) for k, p in params.items() if p.dim() == 2 and p.grad is not None}
-    opt.step()
+    opt = make_optimizer(params.values(), TrainConfig(optimizer=optimizer, lr=lr, betas=tuple(betas), eps=eps,
+                                                      momentum=0.0))
+    grad_rms = {}
+
+    def read_grads():  # RMS of each weight matrix's gradient, before the update
+        grad_rms.update({k: float(p.grad.pow(2).mean().sqrt()) for k, p in params.items()
+                         if p.dim() == 2 and p.grad is not None})
+
+    take_step(opt, m.loss(batch)["loss"], before_update=read_grads)
     with torch.no_grad():
         after = _logits(m, batch)
         change = float((after - before).pow(2).sum(-1).mean())

@@ -1,8 +1,10 @@
-"""How one step is taken: the optimisers the papers compare and the learning-rate schedule.
+"""How one step is taken: the optimisers the papers compare, the learning-rate schedule,
+the data each step reads, and the step itself.
 
-Built from a :class:`tfx.nn.config.TrainConfig`. The trainer (:mod:`tfx.runs.train`)
-loops over them; the theory (:mod:`tfx.theory.adam`, :mod:`tfx.theory.gradients`)
-takes a few steps with them to measure the first updates (WU-3, GV-3).
+Built from a :class:`tfx.nn.config.TrainConfig`. :func:`take_step` is the one optimiser
+step in tfx: the trainer (:mod:`tfx.runs.train`) takes it every step, the theory
+(:mod:`tfx.theory.adam`, :mod:`tfx.theory.gradients`, :mod:`tfx.theory.change`) a few times
+to measure the first updates (WU-3, GV-3, AM-1), the book's toy and the bench once a step.
 """
 from __future__ import annotations
 
@@ -11,6 +13,30 @@ import math
 import torch
 
 from .config import TrainConfig
+
+
+# Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1). A prime, not a power
+# of two: torch's CPU generator keeps only the low 32 bits of a seed, so 2**32 would give every
+# data seed the same stream. Runs are far shorter than a million steps, so streams never meet.
+DATA_STREAM = 1_000_003
+
+
+def data_step(step: int, cfg: TrainConfig) -> int:
+    """The task's batch index for optimiser step ``step`` = 1, 2, …: the stream of the run's
+    data seed (``cfg.data_seed``, default ``cfg.seed``), so seeds differ in data order as well
+    as in weights, and a resumed run reads the same batches as an uninterrupted one."""
+    if not 1 <= step <= DATA_STREAM:
+        raise ValueError(f"step={step} must be in [1, {DATA_STREAM}] (one data seed's stream)")
+    data_seed = cfg.seed if cfg.data_seed is None else cfg.data_seed
+    return data_seed * DATA_STREAM + step - 1
+
+
+def step_batch(task, step: int, cfg: TrainConfig):
+    """The batch optimiser step ``step`` = 1, 2, … reads: ``task.batch(data_step(step, cfg), …)``
+    of ``cfg.batch_size`` sequences, or of about ``cfg.max_tokens`` tokens when that is set."""
+    if cfg.max_tokens:
+        return task.batch(data_step(step, cfg), max_tokens=cfg.max_tokens)
+    return task.batch(data_step(step, cfg), cfg.batch_size)
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -47,3 +73,46 @@ def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None)
     opt = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "radam": torch.optim.RAdam}[cfg.optimizer]
     kw = {"fused": True} if cfg.optimizer != "radam" and device is not None and device.type in ("cuda", "cpu") else {}
     return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd, **kw)
+
+
+def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
+    """Every parameter group's learning rate to ``lr`` (the schedule's value for this step)."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+
+
+def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float | None = None,
+              clip: float = 0.0, grad_norm: bool = False, scaler: torch.amp.GradScaler | None = None,
+              before_update=None) -> torch.Tensor | None:
+    """One optimiser step on ``objective``: θ ← θ + Δ(∇θ objective), the one step in tfx.
+
+    In order: every group's learning rate set to ``lr`` (when given); gradients cleared;
+    backward (through ``scaler`` when one is given, then unscaled, so clipping and probes see
+    true gradients); the global gradient norm ‖g‖ = (Σ_p ‖∇p‖²)^½ clipped to ``clip`` when
+    ``clip`` > 0 (Pascanu et al. 2013); ``before_update()`` called with the gradients ready
+    and θ not yet moved (where a probe reads ∇θ or copies θ); the optimiser's step (a
+    scaler skips it when a gradient is not finite); the scaler's update.
+
+    Returns ‖g‖ before clipping as a 0-dim device tensor when ``clip`` or ``grad_norm``
+    (nothing is read back to the host), else None."""
+    if lr is not None:
+        set_lr(opt, lr)
+    opt.zero_grad(set_to_none=True)
+    (scaler.scale(objective) if scaler is not None else objective).backward()
+    if scaler is not None:
+        scaler.unscale_(opt)
+    norm = None
+    if clip or grad_norm:
+        params = [p for group in opt.param_groups for p in group["params"]]
+        if clip:
+            norm = torch.nn.utils.clip_grad_norm_(params, clip)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    if before_update is not None:
+        before_update()
+    if scaler is not None:
+        scaler.step(opt)
+        scaler.update()
+    else:
+        opt.step()
+    return norm

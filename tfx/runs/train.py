@@ -31,16 +31,12 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from ..nn.config import TrainConfig
-from ..nn.optim import lr_at, make_optimizer, pick_device
+from ..nn.optim import DATA_STREAM, data_step, lr_at, make_optimizer, pick_device, step_batch, take_step  # noqa: F401 (re-exported)
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
 from .probes import FIELDS as PROBE_FIELDS, Probes
 
 DIVERGE_OVER_START = 3.0  # a loss this many times the starting loss (or 3·ln V, if larger) is a divergence
-# Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1). A prime, not a power
-# of two: torch's CPU generator keeps only the low 32 bits of a seed, so 2**32 would give every
-# data seed the same stream. Runs are far shorter than a million steps, so streams never meet.
-DATA_STREAM = 1_000_003
 
 
 class UpdateNorm:
@@ -48,7 +44,7 @@ class UpdateNorm:
     with multi-tensor (foreach) kernels, without keeping a copy of θ:
 
       Adam    Δ = −lr/(1−β₁ᵗ) · m_t / (√v_t / √(1−β₂ᵗ) + ε)        (Kingma & Ba 2015)
-      AdamW   the same − lr·λ·θ_{t−1}, θ_{t−1} = θ_t / (1 − lr·λ)   (Loshchilov & Hutter 2019)
+      AdamW   −(lr·u_t + lr·λ·θ_t) / (1 − lr·λ), u_t Adam's term above  (Loshchilov & Hutter 2019)
       SGD     Δ = −lr · b_t, the momentum buffer
 
     Other optimisers (RAdam, SGD without momentum) copy θ before the step instead.
@@ -57,7 +53,9 @@ class UpdateNorm:
 
     def __init__(self, opt: torch.optim.Optimizer):
         self.opt, groups = opt, opt.param_groups
-        if isinstance(opt, torch.optim.Adam):  # AdamW is an Adam with decoupled decay in torch ≥ 2.6
+        # AdamW subclasses Adam with decoupled_weight_decay=True from torch 2.6 on (the declared floor);
+        # _adam_delta also reads the flag's absence as "AdamW" for older copies
+        if isinstance(opt, torch.optim.Adam):
             self.kind = "adam" if not any(g["amsgrad"] or g["maximize"] for g in groups) else None
         elif isinstance(opt, torch.optim.SGD):
             ok = all(g["momentum"] > 0 and not g["nesterov"] and not g["dampening"] for g in groups)
@@ -93,9 +91,14 @@ class UpdateNorm:
 
     def _adam(self, g, ps):
         state = [self.opt.state[p] for p in ps]
-        (b1, b2), lr, wd = g["betas"], g["lr"], g["weight_decay"]
         t = state[0]["step"]
         t = float(t) if t.device.type == "cpu" else t  # fused kernels keep the step count on the device
+        return self._adam_delta(g, ps, state, t)
+
+    def _adam_delta(self, g, ps, state, t):
+        """Δ from the state; ``t``, the step count, a float or (fused on CUDA) a device tensor,
+        read without a host sync."""
+        (b1, b2), lr, wd = g["betas"], g["lr"], g["weight_decay"]
         if isinstance(t, float) and t == 0:
             return [torch.zeros_like(p) for p in ps]  # no step yet: a gradient scaler skipped it
         denom = torch._foreach_sqrt([s["exp_avg_sq"] for s in state])
@@ -104,7 +107,9 @@ class UpdateNorm:
         delta = torch._foreach_div([s["exp_avg"] for s in state], denom)
         torch._foreach_mul_(delta, lr / (1 - b1 ** t) if isinstance(t, float) else lr / (1 - b1 ** t).clamp(min=1e-30))
         if wd and g.get("decoupled_weight_decay", isinstance(self.opt, torch.optim.AdamW)):
-            torch._foreach_add_(delta, ps, alpha=lr * wd / (1 - lr * wd))
+            # θ_t = (1 − lr·λ)·θ_{t−1} − lr·u, so θ_{t−1} − θ_t = (lr·u + lr·λ·θ_t) / (1 − lr·λ)
+            torch._foreach_add_(delta, ps, alpha=lr * wd)
+            torch._foreach_div_(delta, 1 - lr * wd)
         return delta
 
 
@@ -190,16 +195,6 @@ class History:
                 f"final_loss={self.final_loss():.4g}, chance_loss={self.chance_loss:.4g}, device={self.device!r})")
 
 
-def data_step(step: int, cfg: TrainConfig) -> int:
-    """The task's batch index for optimiser step ``step`` = 1, 2, …: the stream of the run's
-    data seed (``cfg.data_seed``, default ``cfg.seed``), so seeds differ in data order as well
-    as in weights, and a resumed run reads the same batches as an uninterrupted one."""
-    if not 1 <= step <= DATA_STREAM:
-        raise ValueError(f"step={step} must be in [1, {DATA_STREAM}] (one data seed's stream)")
-    data_seed = cfg.seed if cfg.data_seed is None else cfg.data_seed
-    return data_seed * DATA_STREAM + step - 1
-
-
 @torch.no_grad()
 def evaluate(model, batches, device, amp_dtype=None) -> tuple[float, float]:
     """Token-weighted mean loss and accuracy over ``batches``, in eval mode (one read of the device)."""
@@ -269,10 +264,7 @@ class _Run:
 
     def batch(self, step):
         """The data of optimiser step ``step`` = 1, 2, …: a function of the step alone."""
-        cfg, i = self.cfg, data_step(step, self.cfg)
-        if cfg.max_tokens:
-            return self.task.batch(i, max_tokens=cfg.max_tokens).to(self.device)
-        return self.task.batch(i, cfg.batch_size).to(self.device)
+        return step_batch(self.task, step, self.cfg).to(self.device)
 
     def forward(self, batch, loss_fn, amp):
         with torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
@@ -283,25 +275,19 @@ class _Run:
         [loss, acc, grad norm, update norm, mean log Z, max |log Z|]) with the six numbers in one
         device tensor (loss: the cross-entropy; update norm nan unless ``record_update``)."""
         lr = lr_at(step, self.cfg)
-        for g in self.opt.param_groups:
-            g["lr"] = lr
         batch = self.batch(step)
         loss, acc, log_z, log_z_sq, log_z_absmax = self.forward(
             batch, self.model.loss_and_accuracy if eager else self.loss_fn, self.amp)
         objective = loss + self.cfg.z_loss * log_z_sq if self.cfg.z_loss else loss
-        self.opt.zero_grad(set_to_none=True)
-        self.scaler.scale(objective).backward()
-        self.scaler.unscale_(self.opt)
-        if self.cfg.clip:
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip)
-        else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.params if p.grad is not None])
-        if record_update:
+        scale = None
+
+        def before_update():  # θ_{t−1}, and the loss scale, as the step finds them
+            nonlocal scale
             self.updates.before()
             scale = self.scaler._scale.clone() if self.scaler.is_enabled() else None
-        self.scaler.step(self.opt)
-        self.scaler.update()
-        grad_norm = grad_norm.float()
+
+        grad_norm = take_step(self.opt, objective, lr=lr, clip=self.cfg.clip, grad_norm=True, scaler=self.scaler,
+                              before_update=before_update if record_update else None).float()
         upd = torch.full_like(grad_norm, float("nan"))
         if record_update:
             upd = self.updates.after().float()

@@ -178,7 +178,7 @@ def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=sour
     coordinates that did not move out of the update histogram. Huang et al. (2020) drew these
     histograms for a Post-LN Transformer trained with Adam: without warmup the input
     embedding's gradients and Adam's updates collapse within the first steps (WU-3)."""
-    from ..nn.optim import lr_at, make_optimizer
+    from ..nn.optim import lr_at, make_optimizer, pick_device, step_batch, take_step
 
     if steps < 1 or every < 1:
         raise ValueError(f"steps={steps!r} and every={every!r} must be ≥ 1")
@@ -190,21 +190,24 @@ def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=sour
     wide = [p for n, p in named if pooled(n, p)] if pooled is not None else []
     if pooled is not None and not wide:
         raise ValueError("pooled() chose no parameter")
-    opt = make_optimizer(m.parameters(), cfg)
+    device = next(m.parameters()).device
+    opt = make_optimizer(m.parameters(), cfg, pick_device(cfg.device) if cfg.device else device)
     torch.manual_seed(cfg.seed)
     rec_steps, rec_lr, gh, uh, pgh, puh, gmed, umed, losses = [], [], [], [], [], [], [], [], []
     for step in range(1, steps + 1):
         lr = lr_at(step, cfg)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        loss = m.loss(task.batch(step - 1, cfg.batch_size), cfg.label_smoothing)["loss"]
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+        # the batch tfx.train reads at this step: the run's data seed's stream, not batch step − 1
+        out = m.loss(step_batch(task, step, cfg).to(device), cfg.label_smoothing)
+        loss = out["loss"]
+        objective = loss + cfg.z_loss * out["log_z_sq"] if cfg.z_loss else loss
         record = step == 1 or step % every == 0
-        if record:
-            before = [p.detach().clone() for p in chosen]
-            before_wide = [p.detach().clone() for p in wide]
-        opt.step()
+        before, before_wide = [], []
+
+        def keep_theta():  # θ_{t−1}, copied only on the steps recorded
+            before.extend(p.detach().clone() for p in chosen)
+            before_wide.extend(p.detach().clone() for p in wide)
+
+        take_step(opt, objective, lr=lr, clip=cfg.clip, before_update=keep_theta if record else None)
         losses.append(float(loss.detach()))
         if not math.isfinite(losses[-1]):
             break

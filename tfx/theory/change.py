@@ -15,7 +15,9 @@ import copy
 import numpy as np
 import torch
 
+from ..nn.config import TrainConfig
 from ..nn.hooks import loss_on, mode
+from ..nn.optim import make_optimizer, take_step
 from .dependency import layer_dependency
 from .fit import fit_linear
 from .gradients import _placement
@@ -96,11 +98,9 @@ def adam_step(model, batch, lr: float = 1e-5, betas=(0.9, 0.98), eps: float = 1e
     ≈ lr · sign(gradient), whatever the gradient's size."""
     new = copy.deepcopy(model)
     params = [p for _, p in _selected(new, which)]
-    opt = torch.optim.Adam(params, lr=lr, betas=tuple(betas), eps=eps)
+    opt = make_optimizer(params, TrainConfig(optimizer="adam", lr=lr, betas=tuple(betas), eps=eps))
     with mode(new):
-        new.zero_grad(set_to_none=True)
-        loss_on(new, batch)["loss"].backward()
-        opt.step()
+        take_step(opt, loss_on(new, batch)["loss"])
         new.zero_grad(set_to_none=True)
     return new
 

@@ -188,7 +188,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
 
     Returns ``{"names", "grad", "update", "relative_grad", "relative_update", "loss"}``."""
     from ..nn.config import TrainConfig
-    from ..nn.optim import make_optimizer
+    from ..nn.optim import make_optimizer, take_step
 
     m = copy.deepcopy(model)
     m.train()
@@ -202,10 +202,12 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
     losses = []
     for step in range(steps):
         loss = m.loss(task.batch(step, batch_size).to(dev))["loss"]
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gsum += [float(p.grad.norm()) if p.grad is not None else 0.0 for _, p in chosen]
-        opt.step()
+
+        def add_grad_norms():  # ‖∇W‖_F of this step, before the update
+            nonlocal gsum
+            gsum = gsum + [float(p.grad.norm()) if p.grad is not None else 0.0 for _, p in chosen]
+
+        take_step(opt, loss, before_update=add_grad_norms)
         losses.append(float(loss.detach()))
     grad = gsum / steps
     upd = np.array([float((p.detach() - s).norm()) for (_, p), s in zip(chosen, start)])
