@@ -13,10 +13,11 @@ commands readers type (``python -m tfx.sweep``) and may use anything; no module 
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tfx.runs.code import import_graph
 
 ROOT = Path(__file__).resolve().parents[1] / "tfx"
 WINGS = ("nn", "theory", "runs", "book")
@@ -25,38 +26,9 @@ FACADE_ALLOWED = {"nn", "theory", "runs"}
 COMMANDS = {"tfx.sweep", "tfx.bench"}
 
 
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(path: Path, root: Path, modules: set) -> set:
-    """Every tfx module ``path`` imports, anywhere in the file (relative imports resolved;
-    ``from pkg import name`` counts as importing ``pkg.name`` when that is a module)."""
-    name = module_name(path, root)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.split(".")[0] == "tfx"}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != "tfx":
-                continue
-            subs = {f"{target}.{a.name}" for a in node.names} & modules
-            out |= subs or {target}
-    return out - {name}
-
-
 def graph(root: Path = ROOT) -> dict:
-    files = sorted(root.rglob("*.py"))
-    modules = {module_name(f, root) for f in files}
-    return {module_name(f, root): imports_of(f, root, modules) for f in files}
+    """Every tfx module's imports, anywhere in the file: the graph the run keys follow too."""
+    return import_graph(root)
 
 
 def wing(module: str) -> str | None:

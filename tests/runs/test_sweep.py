@@ -88,23 +88,65 @@ def test_code_version_is_the_training_code_hash():
     assert v == sweep.code_hash() and len(v) == 12 and int(v, 16) >= 0
 
 
-def test_run_keys_survive_a_commit_that_does_not_touch_the_trainer(tmp_path):
-    """Copy the package, change what a commit to a chapter, a probe or a plot changes: the
-    hash (and so every run key) stays; change the trainer or the model: it moves."""
+def _copy(tmp_path, name="tfx"):
     import shutil
 
-    pkg = tmp_path / "tfx"
+    pkg = tmp_path / name / "tfx"
     shutil.copytree(Path(sweep.__file__).resolve().parents[1], pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    return pkg
+
+
+def _edit(pkg, rel, old, new):
+    f = pkg / rel
+    text = f.read_text()
+    assert old in text, f"{rel} no longer has {old!r}: update this test"
+    f.write_text(text.replace(old, new, 1))
+
+
+def test_run_keys_survive_a_commit_that_does_not_touch_the_trainer(tmp_path):
+    """Copy the package, change what a commit to a chapter, a plot, the sweep or a docstring
+    changes: the hash (and so every run key) stays. Change the trainer's arithmetic: it moves."""
+    pkg = _copy(tmp_path)
     before = sweep.code_hash(pkg)
     assert before == sweep.code_hash()  # the copy hashes like the original
-    for f in ("theory/adam.py", "book/plot.py", "runs/results.py", "runs/sweep.py"):
-        (pkg / f).write_text((pkg / f).read_text() + "\n# a comment\n")
+    for f in ("theory/adam.py", "book/plot.py", "runs/results.py", "runs/sweep.py", "theory/norms.py"):
+        (pkg / f).write_text((pkg / f).read_text() + "\nX_NOT_TRAINING = 1\n")  # code outside the closure
+    _edit(pkg, "runs/train.py", '"""The training loop:', '"""The training loop (reworded):')  # a docstring
+    _edit(pkg, "nn/optim.py", "    if lr is not None:\n", "    # a new comment\n\n    if lr is not None:  # why\n")
     assert sweep.code_hash(pkg) == before
-    for f in ("runs/train.py", "nn/blocks.py", "runs/data.py"):
-        changed = pkg.parent / f"changed-{f.replace('/', '-')}"
-        shutil.copytree(pkg, changed / "tfx")
-        (changed / "tfx" / f).write_text((changed / "tfx" / f).read_text() + "\n# a comment\n")
-        assert sweep.code_hash(changed / "tfx") != before, f"a change to {f} must change the hash"
+    for rel, old, new in (("runs/train.py", "DIVERGE_OVER_START = 3.0", "DIVERGE_OVER_START = 3.5"),
+                          ("nn/optim.py", "set_lr(opt, lr)", "set_lr(opt, 2 * lr)"),
+                          ("nn/blocks.py", "return torch.tanh(alpha * x).abs() > threshold",
+                           "return torch.tanh(alpha * x).abs() >= threshold"),
+                          ("runs/data.py", "import", "import os\nimport")):
+        changed = _copy(tmp_path, f"changed-{rel.replace('/', '-')}")
+        _edit(changed, rel, old, new)
+        assert sweep.code_hash(changed) != before, f"a change to {rel}'s code must change the hash"
+
+
+def test_a_module_the_trainer_starts_to_import_joins_the_hash(tmp_path):
+    from tfx.runs import code
+
+    pkg = _copy(tmp_path)
+    before = code.code_hash(pkg)
+    assert "runs/helper_new.py" not in [f.relative_to(pkg).as_posix() for f in code.training_files(pkg)]
+    (pkg / "runs" / "helper_new.py").write_text("FACTOR = 1.0\n")
+    assert code.code_hash(pkg) == before  # nothing imports it yet
+    _edit(pkg, "runs/train.py", "def _record(hist,", "def _uses_helper():\n    from .helper_new import FACTOR\n"
+          "    return FACTOR\n\n\ndef _record(hist,")
+    assert "runs/helper_new.py" in [f.relative_to(pkg).as_posix() for f in code.training_files(pkg)]
+    after = code.code_hash(pkg)
+    (pkg / "runs" / "helper_new.py").write_text("FACTOR = 2.0\n")
+    assert code.code_hash(pkg) not in (before, after)
+
+
+def test_code_text_drops_comments_docstrings_and_blank_lines_only():
+    from tfx.runs.code import code_text
+
+    src = ('"""Module doc."""\nimport math  # why\n\n\nclass A:\n    """Doc\n    on lines."""\n\n'
+           '    x = "not a doc"  # c\n\n    def f(self):\n        \'\'\'doc\'\'\'\n        return "#no" + f"{1}"\n')
+    assert code_text(src) == ('import math\nclass A:\n    x = "not a doc"\n    def f(self):\n'
+                              '        return "#no" + f"{1}"\n')
 
 
 def test_steps_to_loss():

@@ -139,9 +139,28 @@ def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
     f = tmp_path / "r" / "tiny.quick.jsonl"
     whole = f.read_text()
     f.write_text(whole + whole.splitlines()[1][:100])  # a half-written line at the end
-    with pytest.warns(UserWarning, match="not a whole record"):
+    with pytest.warns(UserWarning, match=r"tiny.quick.jsonl:4: skipping a line that is not whole JSON"):
         back = results.read(f)
     assert [_comparable(r) for r in back] == [_comparable(r) for r in recs]
+
+
+@pytest.mark.parametrize("damage", ["drop config", "history not a dict", "unknown placement"])
+def test_a_whole_line_that_is_not_a_record_raises_naming_file_and_line(tmp_path, damage):
+    exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 3"))
+    sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
+    f = tmp_path / "r" / "tiny.quick.jsonl"
+    lines = f.read_text().splitlines()
+    d = json.loads(lines[1])
+    if damage == "drop config":
+        del d["config"]
+    elif damage == "history not a dict":
+        d["history"] = [1, 2]
+    else:
+        d["config"]["placement"] = "sideways"
+    lines[1] = json.dumps(d)
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(results.RecordError, match=r"tiny.quick.jsonl:2: a whole JSON line that is not a valid record"):
+        results.read(f)
 
 
 def test_shards_partition_the_runs_and_merge_back(tmp_path):
@@ -242,3 +261,26 @@ def test_a_run_that_raises_is_reported_and_the_others_are_recorded(tmp_path):
     with pytest.raises(RuntimeError, match=r"1 run\(s\) raised and were not recorded: b seed 0"):
         sweep.run_experiment(_write(tmp_path, text), "quick", tmp_path / "r", progress=False)
     assert [r.label for r in results.read(tmp_path / "r" / "tiny.quick.jsonl")] == ["a", "c"]
+
+
+def test_two_sweeps_started_together_into_one_folder_both_finish_with_the_records_of_one(tmp_path):
+    """A user who launches the same sweep twice, two shards given the same index, a GPU burst
+    started while the last still runs: each run is trained once (a claim per run), both
+    commands exit 0, and the folder holds the records one sweep would have written."""
+    exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 60").replace("checkpoint_every = 10",
+                                                                                   "checkpoint_every = 5"))
+    both = tmp_path / "both"
+    procs = [subprocess.Popen(_sweep_cmd(exp_path, both), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    lines = (both / "tiny.quick.jsonl").read_text().splitlines()
+    assert len(lines) == 3, "each run recorded once"
+    assert any("recorded by another sweep" in err or "another sweep is training it" in err for _, err in outs)
+    one = tmp_path / "one"
+    subprocess.run(_sweep_cmd(exp_path, one), cwd=ROOT, env=_env(), check=True, capture_output=True)
+    got = [_comparable(r) for r in results.read(results.files_for(both, "tiny", "quick"))]
+    want = [_comparable(r) for r in results.read(results.files_for(one, "tiny", "quick"))]
+    assert got == want
+    assert not list((both / "checkpoints").rglob("*.pt")) and not list((both / "checkpoints").rglob("*.tmp"))

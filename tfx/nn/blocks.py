@@ -59,6 +59,16 @@ class DyT(nn.Module):
         return f"{self.weight.shape[0]}, alpha_init={self.alpha_init}"
 
 
+DYT_SATURATED = 0.99  # |tanh(αx)| beyond this: DyT's derivative is below 2 % of its largest value
+
+
+def dyt_saturated(x: torch.Tensor, alpha, threshold: float = DYT_SATURATED) -> torch.Tensor:
+    """Where DyT(x) = γ ⊙ tanh(α x) + β saturates: the boolean ``|tanh(α x)| > threshold``, i.e.
+    ``|x| > artanh(threshold)/|α|``. A device tensor in, a device tensor out (no host read), so
+    a training probe can use it (``tfx.runs.probes``) as well as the theory (``tfx.theory.norms``)."""
+    return torch.tanh(alpha * x).abs() > threshold
+
+
 NORM_TYPES = (nn.LayerNorm, nn.RMSNorm, DyT)
 
 

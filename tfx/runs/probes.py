@@ -21,7 +21,7 @@ step loop never waits for the device; the trainer reads the rows with its other 
                   the real tokens' entries; then the same for each stack's output: Pre-LN's
                   stream grows with depth
   dyt_saturated   per DyT norm (γ ⊙ tanh(αx) + β, zhu2025dyt), the share of its real inputs
-                  with |tanh(αx)| > tfx.theory.norms.DYT_SATURATED: where it passes no gradient
+                  with |tanh(αx)| > tfx.nn.blocks.DYT_SATURATED: where it passes no gradient
 
 Real tokens are read from the ids entering each stack's embedding, so the hooks need
 nothing from the trainer. Hooks run under ``torch.no_grad`` and draw no random numbers:
@@ -34,9 +34,8 @@ import contextlib
 import torch
 
 from ..nn.batch import PAD
-from ..nn.blocks import Attention, allowed_pairs
+from ..nn.blocks import Attention, allowed_pairs, dyt_saturated
 from ..nn.hooks import attached
-from ..theory import norms  # DyT's saturation: one formula, for init-time checks and this probe
 from .diagnose import _attention_logits
 
 FIELDS = ("attn_logit_max", "attn_entropy", "stream_var", "dyt_saturated")
@@ -141,7 +140,7 @@ class Probes:
     def _saturated(self, stack, i):
         @torch.no_grad()
         def hook(m, args, kwargs, out):
-            saturated = norms.saturated(args[0].detach().float(), m.alpha)
+            saturated = dyt_saturated(args[0].detach().float(), m.alpha)
             self.values["dyt_saturated"][i] = masked_mean(saturated, self.real.get(stack))
         return hook
 

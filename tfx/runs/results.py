@@ -31,6 +31,10 @@ except ImportError:  # Windows: O_APPEND alone
     fcntl = None
 
 
+class RecordError(ValueError):
+    """A results line that is whole JSON but not a valid record (a schema that moved on)."""
+
+
 @dataclass
 class Record:
     """One training run: what ran (label, configs, seed, task), where and with which code
@@ -138,7 +142,9 @@ def append(path, record) -> None:
 def read(paths, dedupe: bool = True) -> list[Record]:
     """Records from one or more JSON-lines files, merged, sorted by their place in the
     experiment. ``dedupe``: one record per run (``run_id``), the most recently finished.
-    A line that does not parse (a torn last line) is skipped with a warning."""
+    A line that is not whole JSON (a torn last line) is skipped with a warning naming the file
+    and line; a whole JSON line that does not validate as a record raises :class:`RecordError`
+    naming them: a record is never dropped in silence."""
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     recs = []
     for p in paths:
@@ -147,9 +153,15 @@ def read(paths, dedupe: bool = True) -> list[Record]:
                 if not line.strip():
                     continue
                 try:
-                    recs.append(Record.from_dict(json.loads(line)))
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-                    warnings.warn(f"{p}:{n}: skipping a line that is not a whole record ({type(e).__name__})")
+                    d = json.loads(line)
+                except json.JSONDecodeError as e:  # torn: a write cut off by a kill
+                    warnings.warn(f"{p}:{n}: skipping a line that is not whole JSON (a torn write? {e.msg})")
+                    continue
+                try:
+                    recs.append(Record.from_dict(d))
+                except (KeyError, TypeError, ValueError, AttributeError) as e:
+                    raise RecordError(f"{p}:{n}: a whole JSON line that is not a valid record "
+                                      f"({type(e).__name__}: {e}); fix or move the file, nothing was read from it") from e
     if dedupe:
         newest: dict = {}
         for r in recs:

@@ -26,6 +26,7 @@ figures and verdicts can be read from the records alone and a reader can rerun a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
@@ -37,46 +38,16 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None
+
 from ..nn.config import ModelConfig, TrainConfig
-from ..nn.model import build_model
 from . import outcome, results
+from .code import code_hash, code_version  # noqa: F401 (tfx.runs.sweep.code_version: what a record says)
 from .results import Record
-from .train import CheckpointError, History, train
-
-# What determines a run's numbers, besides its configs, seed and task: the model wing, and
-# the trainer with the data it reads. A commit to a chapter, a test, the theory or the
-# plotting leaves this hash, and so every recorded run, as it is; a change here does not.
-TRAINING_CODE = ("nn", "runs/train.py", "runs/diagnose.py", "runs/probes.py", "theory/norms.py", "runs/data.py",
-                 "runs/corpus.py", "runs/lm.py")
-
-
-def code_hash(package=None) -> str:
-    """A hash (12 hex digits) of the library code that trains a run (``TRAINING_CODE``:
-    every ``.py`` file of ``tfx/nn`` and the trainer, its diagnosis and its data), read
-    from the files, so a checkout, a pip install and a GPU machine's copy agree."""
-    package = Path(package) if package else Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for part in TRAINING_CODE:
-        p = package / part
-        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
-            h.update(f.relative_to(package).as_posix().encode() + b"\0")
-            h.update(f.read_bytes().replace(b"\r\n", b"\n") + b"\0")
-    return h.hexdigest()[:12]
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """``code_hash()`` of this copy of tfx: what a rerun compares to skip recorded runs."""
-    return code_hash()
-
-
-def build_for_run(config: ModelConfig, task, train_cfg: TrainConfig, init_batch_size: int | None = None):
-    """The model a run starts from: ``config`` with initial weights from ``train_cfg.seed``;
-    initialisers that look at data (Admin's profiling pass) get ``task.batch(0, …)`` of
-    ``init_batch_size`` sequences (default: the training batch size). ``tfx.train(model,
-    task, train_cfg)`` on it is then exactly the recorded run."""
-    return build_model(config, batch=task.batch(0, init_batch_size or train_cfg.batch_size), seed=train_cfg.seed)
-
+from .train import CheckpointError, History, build_for_run, train  # noqa: F401 (build_for_run: also from here)
 
 def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed: int = 0,
             init_batch_size: int | None = None, checkpoint_path: str | None = None,
@@ -303,32 +274,83 @@ def _task(job: dict):
     return _TASKS[job["task"]]
 
 
-def _work(job: dict) -> tuple[dict, bool]:
-    """Train one run (in this process or a worker); returns (record dict, resumed?)."""
-    import torch
-
-    task, run = _task(job), job["run"]
-    resumed = os.path.exists(job["checkpoint"])
-    set_aside = None
-    threads = torch.get_num_threads()
-    torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
-    train_it = functools.partial(run_one, run.label, ModelConfig.for_task(task, **run.model), task, run.train,
-                                 run.seed, checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
+@contextlib.contextmanager
+def claim(path, wait: bool = False):
+    """Hold ``path`` (a lock file) while a run trains, so that two sweeps of one experiment in
+    one results folder never train the same run at once: yields True when this process holds
+    it, False when another does and ``wait`` is off. An exclusive ``flock`` is released when
+    its holder exits, killed or not, so a crashed sweep never leaves a run claimed."""
+    if fcntl is None:  # no flock (Windows): one sweep per folder
+        yield True
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            rec = train_it()
-        except CheckpointError as e:  # a leftover the run cannot resume from: keep it, start over
-            set_aside = str(set_aside_checkpoint(job["checkpoint"]))
-            resumed = False
-            print(f"{run.label} seed {run.seed}: {e}. Moved it to {set_aside} and restarted the run.",
-                  file=sys.stderr, flush=True)
-            rec = train_it()
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
-        torch.set_num_threads(threads)
-    for k in ("experiment", "profile", "index", "run_id", "key"):
-        setattr(rec, k, job[k])
-    rec.point, rec.task = dict(run.point), job["task"]
-    return rec.to_dict(), resumed
+        os.close(fd)  # releases the lock
+
+
+def recorded_line(files, key: str) -> dict | None:
+    """The record dict with ``key`` in ``files`` (None if none): what another sweep wrote."""
+    needle = f'"key":"{key}"'
+    for f in files:
+        if not Path(f).exists():
+            continue
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                if needle in line:
+                    try:
+                        return json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+    return None
+
+
+def _work(job: dict) -> tuple[dict, str] | None:
+    """Claim, train and record one run (in this process or a worker); returns (record dict,
+    how: 'trained', 'resumed from its checkpoint' or 'recorded by another sweep'), or None
+    when another process holds the run's claim (``job["wait"]``: wait for it instead).
+    The record is appended while the claim is held, so a process that claims the run next
+    finds it recorded."""
+    import torch
+
+    with claim(job["lock"], wait=job.get("wait", False)) as held:
+        if not held:
+            return None
+        other = recorded_line(job["files"], job["key"])
+        if other is not None:
+            return other, "recorded by another sweep"
+        task, run = _task(job), job["run"]
+        how = "resumed from its checkpoint" if os.path.exists(job["checkpoint"]) else "trained"
+        threads = torch.get_num_threads()
+        torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
+        train_it = functools.partial(run_one, run.label, ModelConfig.for_task(task, **run.model), task, run.train,
+                                     run.seed, checkpoint_path=job["checkpoint"],
+                                     checkpoint_every=job["checkpoint_every"])
+        try:
+            try:
+                rec = train_it()
+            except CheckpointError as e:  # a leftover the run cannot resume from: keep it, start over
+                set_aside = set_aside_checkpoint(job["checkpoint"])
+                how = "trained"
+                print(f"{run.label} seed {run.seed}: {e}. Moved it to {set_aside} and restarted the run.",
+                      file=sys.stderr, flush=True)
+                rec = train_it()
+        finally:
+            torch.set_num_threads(threads)
+        for k in ("experiment", "profile", "index", "run_id", "key", "fixture"):
+            setattr(rec, k, job[k])
+        rec.point, rec.task = dict(run.point), job["task"]
+        d = rec.to_dict()
+        results.append(job["out"], d)
+        Path(job["checkpoint"]).unlink(missing_ok=True)
+        return d, how
 
 
 def set_aside_checkpoint(path) -> Path:
@@ -353,6 +375,12 @@ def _die_with_parent(parent: int):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the sweep died while this worker was starting
         os._exit(1)
+
+
+def _unclaimed(lock) -> bool:
+    """Whether no process holds the claim ``lock`` now."""
+    with claim(lock) as held:
+        return held
 
 
 def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 1, fixture: bool = False) -> dict:
@@ -380,11 +408,14 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
         ckpt = ckpt_dir / f"{key}.pt"
         mine.append(key)
         if key in recorded:
-            ckpt.unlink(missing_ok=True)  # recorded, then killed before the checkpoint was removed
+            if not (ckpt_dir / f"{key}.lock").exists() or _unclaimed(ckpt_dir / f"{key}.lock"):
+                ckpt.unlink(missing_ok=True)  # recorded, then killed before the checkpoint was removed
             continue
         todo.append({"run": run, "index": index, "key": key, "run_id": run_key(exp.name, P.name, task, run),
                      "experiment": exp.name, "profile": P.name, "task": task, "seq_len": P.seq_len,
-                     "checkpoint": str(ckpt), "threads": threads, "fixture": fixture,
+                     "checkpoint": str(ckpt), "lock": str(ckpt_dir / f"{key}.lock"), "out": str(out),
+                     "files": [str(f) for f in {*results.files_for(results_dir, exp.name, P.name), out}],
+                     "threads": threads, "fixture": fixture,
                      "checkpoint_every": 0 if fixture else exp.checkpoint_every(P.name, run.train.steps)})
     return {"experiment": exp.name, "profile": P.name, "task": task, "note": note, "out": out, "shard": (i, n),
             "mine": mine, "recorded": recorded, "todo": todo}
@@ -433,30 +464,33 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
         return ok
 
     def finish(job, result):
-        d, resumed = result
-        d["fixture"] = job["fixture"]
-        results.append(out, d)
-        Path(job["checkpoint"]).unlink(missing_ok=True)
+        d, how = result
         recorded[d["key"]] = Record.from_dict(d)
         bar.update(1)
         bar.write(f"{d['label']} seed {d['seed']}: {d['status']}, final loss "
                   f"{recorded[d['key']].final_loss:.3f} ({d['wall_time']:.1f} s)"
-                  + (", resumed from its checkpoint" if resumed else ""), file=sys.stderr)
+                  + ("" if how == "trained" else f", {how}"), file=sys.stderr)
 
     def failed(job, exc_text):
         failures.append(f"{job['run'].label} seed {job['run'].seed}")
         bar.write(f"{job['run'].label} seed {job['run'].seed} raised:\n{exc_text}", file=sys.stderr)
 
+    def settle(job, call):
+        try:
+            result = call()
+        except Exception:
+            failed(job, traceback.format_exc())
+            return
+        if result is None:  # another sweep is training it: come back to it at the end
+            claimed.append(job)
+        else:
+            finish(job, result)
+
+    claimed = []
     if jobs == 1:
         for job in todo:
-            if not fits(job):
-                continue
-            try:
-                result = _work(job)
-            except Exception:
-                failed(job, traceback.format_exc())
-                continue
-            finish(job, result)
+            if fits(job):
+                settle(job, functools.partial(_work, job))
     else:
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -474,12 +508,11 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for fut in done:
                     job = futures.pop(fut)
-                    try:
-                        result = fut.result()
-                    except Exception:
-                        failed(job, traceback.format_exc())
-                        continue
-                    finish(job, result)
+                    settle(job, fut.result)
+    for job in claimed:  # wait for the other sweep; train the run here if it stopped without recording it
+        bar.write(f"{job['run'].label} seed {job['run'].seed}: another sweep is training it; waiting",
+                  file=sys.stderr)
+        settle(job, functools.partial(_work, {**job, "wait": True}))
     bar.close()
     if deferred:
         log(f"budget: {len(deferred)} run(s) of {p['experiment']} would not finish in time and did not start; "

@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ..nn.config import TrainConfig
+from ..nn.config import ModelConfig, TrainConfig
+from ..nn.model import build_model
 from ..nn.optim import DATA_STREAM, data_step, lr_at, make_optimizer, pick_device, step_batch, take_step  # noqa: F401 (re-exported)
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
@@ -377,6 +378,14 @@ def _summary(d: dict, run: dict) -> str:
     return text
 
 
+def build_for_run(config: ModelConfig, task, train_cfg: TrainConfig, init_batch_size: int | None = None):
+    """The model a run starts from: ``config`` with initial weights from ``train_cfg.seed``;
+    initialisers that look at data (Admin's profiling pass) get ``task.batch(0, …)`` of
+    ``init_batch_size`` sequences (default: the training batch size). ``tfx.train(model,
+    task, train_cfg)`` on it is then exactly the recorded run."""
+    return build_model(config, batch=task.batch(0, init_batch_size or train_cfg.batch_size), seed=train_cfg.seed)
+
+
 def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **kw) -> History:
     """Train ``model`` on ``task`` (any object with ``batch(step, batch_size)``,
     ``eval_batches`` and ``chance_loss``, see tfx.runs.data) and return its History.
@@ -564,7 +573,7 @@ def save_checkpoint(path, model, opt, scaler, hist, step, device):
     tensors and plain Python values only, so :func:`load_checkpoint` can read it with
     ``torch.load(weights_only=True)``. Written to a temporary file, then renamed (atomic)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
+    tmp = f"{path}.{os.getpid()}.tmp"  # this process's own: two writers never rename each other's
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scaler": scaler.state_dict(),
                 "history": hist.to_dict(), "rng": _rng_state(device), "step": step}, tmp)
     os.replace(tmp, path)

@@ -20,21 +20,14 @@ import math
 import numpy as np
 import torch
 
-from ..nn.blocks import DyT
+from ..nn.blocks import DYT_SATURATED, DyT, dyt_saturated
 from ..nn.config import ModelConfig
 from ..nn.constants import deepnorm_constants, tfixup_scale_factors
 from ..nn.hooks import attached, loss_on, mode, record_branches
 
 
 # ----------------------------------------------------------------- DyT saturation (DY-1)
-DYT_SATURATED = 0.99  # |tanh(αx)| beyond this: DyT's derivative is below 2 % of its largest value
-
-
-def saturated(x: torch.Tensor, alpha, threshold: float = DYT_SATURATED) -> torch.Tensor:
-    """Where DyT(x) = γ ⊙ tanh(α x) + β saturates: the boolean ``|tanh(α x)| > threshold``, i.e.
-    ``|x| > artanh(threshold)/|α|``. A device tensor in, a device tensor out (no host read), so
-    a training probe can use it (``tfx.runs.probes``)."""
-    return torch.tanh(alpha * x).abs() > threshold
+saturated = dyt_saturated  # where DyT saturates: one formula, in the model wing (the training probe uses it)
 
 
 def saturated_share(x, alpha, threshold: float = DYT_SATURATED) -> float:
