@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tfx.runs.code import import_graph
+from tfx.runs.codeversion import import_graph
 
 ROOT = Path(__file__).resolve().parents[1] / "tfx"
 WINGS = ("nn", "theory", "runs", "book")

@@ -125,7 +125,7 @@ def test_run_keys_survive_a_commit_that_does_not_touch_the_trainer(tmp_path):
 
 
 def test_a_module_the_trainer_starts_to_import_joins_the_hash(tmp_path):
-    from tfx.runs import code
+    from tfx.runs import codeversion as code
 
     pkg = _copy(tmp_path)
     before = code.code_hash(pkg)
@@ -141,7 +141,7 @@ def test_a_module_the_trainer_starts_to_import_joins_the_hash(tmp_path):
 
 
 def test_code_text_drops_comments_docstrings_and_blank_lines_only():
-    from tfx.runs.code import code_text
+    from tfx.runs.codeversion import code_text
 
     src = ('"""Module doc."""\nimport math  # why\n\n\nclass A:\n    """Doc\n    on lines."""\n\n'
            '    x = "not a doc"  # c\n\n    def f(self):\n        \'\'\'doc\'\'\'\n        return "#no" + f"{1}"\n')

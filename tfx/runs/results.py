@@ -63,6 +63,10 @@ class Record:
     key: str = ""  # run_id and the code version: a rerun skips a key already recorded
     finished_at: str = ""  # UTC, ISO 8601
     fixture: bool = False  # a tiny CPU stand-in made to test a chapter's cells (sweep --fixture), never a result
+    # earlier code versions this record was carried forward from (tfx.runs.carry): each
+    # {"code_version", "key", "checked_on", "checked"}, where "checked" names the sampled runs
+    # that were retrained under the new code and matched their records bit for bit
+    carried_from: list = field(default_factory=list)
 
     @property
     def final_loss(self) -> float:
@@ -127,16 +131,54 @@ def append(path, record) -> None:
     d = record.to_dict() if isinstance(record, Record) else record
     line = (json.dumps(d, separators=(",", ":")) + "\n").encode("utf-8")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # other processes appending to the same file wait
+                if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                    continue  # rewritten (:func:`rewrite`) while we waited: append to the new file
+            written = os.write(fd, line)  # one write: a kill leaves the whole line or none of it
+            if written != len(line):
+                raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+            os.fsync(fd)
+            return
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def rewrite(path, change) -> int:
+    """Replace each record dict ``d`` of ``path`` by ``change(d)`` (the same dict when it
+    returns None), under the lock :func:`append` takes, through a temporary file renamed over
+    the old one: a kill leaves the old file or the new one, and an append waiting meanwhile
+    goes to the new file. Torn lines are kept as they are. Returns how many lines changed."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDWR)
     try:
         if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # other processes appending to the same file wait
-        written = os.write(fd, line)  # one write: a kill leaves the whole line or none of it
-        if written != len(line):
-            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
-        os.fsync(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        lines, changed = path.read_text(encoding="utf-8").splitlines(keepends=True), 0
+        out = []
+        for line in lines:
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                out.append(line)
+                continue
+            new = change(d)
+            if new is not None and new != d:
+                changed += 1
+                line = json.dumps(new, separators=(",", ":")) + "\n"
+            out.append(line)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(out)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return changed
     finally:
-        os.close(fd)  # closing releases the lock
+        os.close(fd)
 
 
 def read(paths, dedupe: bool = True) -> list[Record]:
@@ -195,8 +237,10 @@ def provenance(records) -> str:
     records = list(records)
     label = ("FIXTURES (tiny CPU stand-ins that test this cell; not results) · "
              if any(getattr(r, "fixture", False) for r in records) else "")
-    return label + (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)} · "
-            f"{join(r.finished_at[:10] for r in records)}")
+    carried = join(c["code_version"] for r in records for c in r.carried_from)
+    note = f" (carried forward from {carried}: checked to change no number)" if carried != "?" else ""
+    return label + (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)}{note}"
+                    f" · {join(r.finished_at[:10] for r in records)}")
 
 
 def select(records, **point) -> list[Record]:

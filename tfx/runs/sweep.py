@@ -45,7 +45,7 @@ except ImportError:  # Windows: no flock
 
 from ..nn.config import ModelConfig, TrainConfig
 from . import outcome, results
-from .code import code_hash, code_version  # noqa: F401 (tfx.runs.sweep.code_version: what a record says)
+from .codeversion import code_hash, code_version  # noqa: F401 (tfx.runs.sweep.code_version: what a record says)
 from .results import Record
 from .train import CheckpointError, History, build_for_run, train  # noqa: F401 (build_for_run: also from here)
 
@@ -312,42 +312,47 @@ def recorded_line(files, key: str) -> dict | None:
     return None
 
 
+def train_job(job: dict) -> tuple[dict, str]:
+    """Train one planned run (:func:`plan`'s job) and return (record dict, how: 'trained' or
+    'resumed from its checkpoint'); records nothing."""
+    import torch
+
+    task, run = _task(job), job["run"]
+    how = "resumed from its checkpoint" if os.path.exists(job["checkpoint"]) else "trained"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
+    train_it = functools.partial(run_one, run.label, ModelConfig.for_task(task, **run.model), task, run.train,
+                                 run.seed, checkpoint_path=job["checkpoint"], checkpoint_every=job["checkpoint_every"])
+    try:
+        try:
+            rec = train_it()
+        except CheckpointError as e:  # a leftover the run cannot resume from: keep it, start over
+            set_aside = set_aside_checkpoint(job["checkpoint"])
+            how = "trained"
+            print(f"{run.label} seed {run.seed}: {e}. Moved it to {set_aside} and restarted the run.",
+                  file=sys.stderr, flush=True)
+            rec = train_it()
+    finally:
+        torch.set_num_threads(threads)
+    for k in ("experiment", "profile", "index", "run_id", "key", "fixture"):
+        setattr(rec, k, job[k])
+    rec.point, rec.task = dict(run.point), job["task"]
+    return rec.to_dict(), how
+
+
 def _work(job: dict) -> tuple[dict, str] | None:
     """Claim, train and record one run (in this process or a worker); returns (record dict,
     how: 'trained', 'resumed from its checkpoint' or 'recorded by another sweep'), or None
     when another process holds the run's claim (``job["wait"]``: wait for it instead).
     The record is appended while the claim is held, so a process that claims the run next
     finds it recorded."""
-    import torch
-
     with claim(job["lock"], wait=job.get("wait", False)) as held:
         if not held:
             return None
         other = recorded_line(job["files"], job["key"])
         if other is not None:
             return other, "recorded by another sweep"
-        task, run = _task(job), job["run"]
-        how = "resumed from its checkpoint" if os.path.exists(job["checkpoint"]) else "trained"
-        threads = torch.get_num_threads()
-        torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
-        train_it = functools.partial(run_one, run.label, ModelConfig.for_task(task, **run.model), task, run.train,
-                                     run.seed, checkpoint_path=job["checkpoint"],
-                                     checkpoint_every=job["checkpoint_every"])
-        try:
-            try:
-                rec = train_it()
-            except CheckpointError as e:  # a leftover the run cannot resume from: keep it, start over
-                set_aside = set_aside_checkpoint(job["checkpoint"])
-                how = "trained"
-                print(f"{run.label} seed {run.seed}: {e}. Moved it to {set_aside} and restarted the run.",
-                      file=sys.stderr, flush=True)
-                rec = train_it()
-        finally:
-            torch.set_num_threads(threads)
-        for k in ("experiment", "profile", "index", "run_id", "key", "fixture"):
-            setattr(rec, k, job[k])
-        rec.point, rec.task = dict(run.point), job["task"]
-        d = rec.to_dict()
+        d, how = train_job(job)
         results.append(job["out"], d)
         Path(job["checkpoint"]).unlink(missing_ok=True)
         return d, how
@@ -539,7 +544,7 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
 
 def main(argv=None) -> int:
     """``python -m tfx.sweep experiments/NAME [NAME …] [--profile P] [--jobs N] [--shard I/N]
-    [--results DIR] [--budget-minutes M] [--fixture]``"""
+    [--results DIR] [--budget-minutes M] [--fixture] [--carry-forward [--sample K]]``"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("experiments", nargs="+", metavar="experiment",
                     help="experiments/NAME or experiments/NAME.toml; several run in the order given")
@@ -555,6 +560,15 @@ def main(argv=None) -> int:
                          "start no run that is not expected to finish within M minutes; rerun to continue")
     ap.add_argument("--fixture", action="store_true",
                     help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
+    ap.add_argument("--carry-forward", action="store_true",
+                    help="train nothing new: retrain a sample of the records made by older training code and, "
+                         "where they match bit for bit, re-stamp those records as current (tfx.runs.carry)")
+    ap.add_argument("--reference", action="append", default=[], metavar="DIR",
+                    help="with --carry-forward: a folder holding the older tfx/ that made some records "
+                         "(git archive COMMIT tfx | tar -x -C DIR), to tell a change of code from a change of "
+                         "machine; repeat for several code versions")
+    ap.add_argument("--sample", type=int, default=2,
+                    help="with --carry-forward: runs retrained per results file and older code version (default 2)")
     args = ap.parse_args(argv)
     from .experiment import Experiment
     from .profiles import get_profile
@@ -572,6 +586,15 @@ def main(argv=None) -> int:
                     if index % n == i:
                         print((f"{exp.name}  " if len(exps) > 1 else "") + f"{index:4d}  {run.label}  seed {run.seed}")
             return 0
+        if args.carry_forward:
+            from .carry import carry_forward
+
+            reports = [r for exp in exps
+                       for r in carry_forward(exp, args.profile, args.results, args.sample, args.reference)]
+            stale = [r for r in reports if not r["carried"]]
+            print(f"carry-forward: {sum(r['carried'] for r in reports)} records carried forward, "
+                  f"{sum(r['records'] for r in stale)} left stale", file=sys.stderr)
+            return 1 if any(r["differ"] for r in reports) else 0
         deadline = step_seconds = None
         if args.budget_minutes is not None:
             step_seconds = print_plan(exps, args)

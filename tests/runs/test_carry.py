@@ -1,0 +1,118 @@
+"""Records that carry forward (tfx.runs.carry): re-stamped as current only when retrained
+samples show the change of code changed no number; otherwise named and left stale."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tfx
+from tfx.runs import carry, results, sweep
+
+TINY = """
+description = "four tiny runs"
+seeds = [0, 1]
+model = { d_model = 16, n_heads = 2, d_ffn = 32, n_enc = 1, n_dec = 1, dropout = 0.1 }
+train = { steps = 4, batch_size = 4, eval_batches = 1, eval_every = 2 }
+task = "reverse"
+
+[grid.lr]
+a = { train.lr = 1e-3 }
+b = { train.lr = 2e-3 }
+"""
+
+
+def _swept(tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    exp = tmp_path / "tiny.toml"
+    exp.write_text(TINY)
+    res = tmp_path / "res"
+    sweep.run_experiment(exp, "quick", res, progress=False)
+    return exp, res, res / "tiny.quick.jsonl"
+
+
+def _stamp(path, version, change=None):
+    """Make the file's records look made by code ``version`` (and change their numbers)."""
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for d in lines:
+        d["code_version"], d["key"] = version, "old-" + d["key"]
+        if change:
+            change(d)
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+
+
+def test_records_of_a_neutral_code_change_are_carried_forward(tmp_path):
+    exp, res, f = _swept(tmp_path)
+    before = results.read(f)
+    _stamp(f, "0123456789ab")
+    assert len(sweep.plan(exp, "quick", res)["todo"]) == 4  # stale: a rerun would retrain them all
+    [report] = carry.carry_forward(exp, "quick", res, sample=2, log=lambda _: None)
+    assert report["carried"] == 4 and not report["differ"] and len(report["checked"]) == 2
+    assert sweep.plan(exp, "quick", res)["todo"] == []  # current again: a rerun trains nothing
+    after = results.read(f)
+    assert [r.code_version for r in after] == [sweep.code_version()] * 4
+    assert all(r.carried_from[0]["code_version"] == "0123456789ab" for r in after)
+    assert [r.history.loss for r in after] == [r.history.loss for r in before]  # numbers untouched
+    assert "carried forward from 0123456789ab" in results.provenance(after)
+
+
+def test_a_record_whose_numbers_are_not_reproduced_stays_stale_and_is_named(tmp_path):
+    exp, res, f = _swept(tmp_path)
+
+    def nudge(d):  # what a change of the trainer's arithmetic does to a record
+        d["history"]["loss"][-1] = d["history"]["loss"][-1] * (1 + 1e-7)
+
+    _stamp(f, "0123456789ab", nudge)
+    text = f.read_text()
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, log=lambda _: None)
+    assert report["carried"] == 0 and report["differ"]
+    assert "loss[3]" in report["differ"][0] and "a seed 0" in report["differ"][0]
+    assert f.read_text() == text  # nothing re-stamped
+
+
+def _reference(tmp_path, name, old, new):
+    """A copy of tfx whose training code differs from this one by one edit."""
+    ref = tmp_path / name
+    shutil.copytree(Path(tfx.__file__).parent, ref / "tfx", ignore=shutil.ignore_patterns("__pycache__"))
+    f = ref / "tfx" / "runs" / "train.py"
+    text = f.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new, 1))
+    return ref
+
+
+def test_a_reference_tells_a_change_of_machine_from_a_change_of_code(tmp_path):
+    """Records from another machine differ here in the last bit even under their own code.
+    With that code as a reference, a change of code that changes no number carries them
+    forward; one that changes the arithmetic does not."""
+    exp, res, f = _swept(tmp_path)
+    neutral = _reference(tmp_path, "neutral", "DIVERGE_OVER_START = 3.0", "DIVERGE_OVER_START = 3.0 + 0.0")
+    version = carry.reference_version(neutral)
+    assert version != sweep.code_version()
+
+    def other_machine(d):
+        d["history"]["loss"][1] = d["history"]["loss"][1] * (1 + 1e-7)
+
+    _stamp(f, version, other_machine)
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, log=lambda _: None)
+    assert report["differ"] and "no --reference" in report["differ"][0]
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, references=[neutral], log=lambda _: None)
+    assert report["carried"] == 4, report
+    assert "old and new code bit-identical on this machine" in results.read(f)[0].carried_from[0]["how"]
+
+    exp2, res2, f2 = _swept(tmp_path / "second")
+    changed = _reference(tmp_path, "changed", "        lr = lr_at(step, self.cfg)\n",
+                         "        lr = lr_at(step, self.cfg) * 1.001\n")
+    _stamp(f2, carry.reference_version(changed), other_machine)
+    [report] = carry.carry_forward(exp2, "quick", res2, sample=1, references=[changed], log=lambda _: None)
+    assert report["carried"] == 0 and "old code here vs new code here" in report["differ"][0]
+
+
+def test_reference_must_hold_a_tfx(tmp_path):
+    with pytest.raises(ValueError, match="must be a folder holding an older tfx/"):
+        carry.reference_version(tmp_path)
+
+
+def test_spread_takes_first_last_and_between():
+    assert carry.spread(list(range(10)), 3) == [0, 4, 9]  # round(4.5) is 4: Python rounds half to even
+    assert carry.spread([1, 2], 5) == [1, 2]

@@ -1,0 +1,267 @@
+"""Records that carry forward: keep a sweep's records current across a change of the code
+that trains, when the change leaves their numbers as they were.
+
+A record is current when its ``code_version`` is this code's (:func:`tfx.runs.codeversion.code_version`);
+a rerun of the sweep retrains every other. Many changes to the training code change no
+number (a refactor, a new option that is off, a faster kernel doing the same arithmetic), and
+retraining a whole sweep to find that out costs hours. So for each results file and each
+older code version in it, :func:`carry_forward` retrains a sample of that version's runs under
+the current code and compares each with its record, every number of the history included:
+
+* all match bit for bit: every record of that version is re-stamped with the current code
+  version and run key, the old ones kept in its ``carried_from`` (with the date and the runs
+  that were checked), and a chapter's provenance line says so;
+* one differs: nothing is re-stamped, the runs that differ are named with their first
+  differing field, and the records stay stale until the sweep reruns them.
+
+A sample can only vouch for what it exercises, so it is drawn per experiment (whose runs share
+a task, a model family and a recipe) and spread over the file. Records made on another kind of
+device (a GPU run, checked here on a CPU) cannot be compared and stay as they are.
+
+Two CPUs can disagree in the last bit (their matrix kernels sum in another order), so a record
+made on another machine may not be reproduced here even by the code that made it. Given a
+copy of that code (``--reference DIR``, a folder holding its ``tfx/``: ``git archive COMMIT
+tfx``), each sampled run is also retrained here under it: when the old and the current code
+give bit-identical histories on this machine, the change of code changed no number, and the
+record is carried forward with that said in its ``carried_from`` ("how"). Only the numbers the record holds are compared: a field the current trainer
+adds (a new probe) stays absent from an old record.
+
+    python -m tfx.sweep experiments/lm experiments/logits --carry-forward --sample 2 \
+        --reference /tmp/code-5ac45931cc80
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from datetime import date
+from pathlib import Path
+
+from . import results
+from .codeversion import code_version
+from .results import Record
+
+# what may differ between a record and its retrained copy: when and how fast it ran, and
+# the bookkeeping that names the code
+_VOLATILE = ("wall_time", "finished_at", "code_version", "key", "carried_from")
+
+
+def comparable(d: dict) -> str:
+    """A record dict as the reader sees it, without :data:`_VOLATILE` fields, as canonical
+    JSON text (floats written exactly, NaN as NaN): equal texts are bit-identical records."""
+    r = Record.from_dict(d).to_dict()
+    for k in _VOLATILE:
+        r.pop(k, None)
+    r["history"] = {k: v for k, v in r["history"].items() if k != "wall_time"}
+    return json.dumps(r, sort_keys=True, default=str)
+
+
+_NOT_NUMBERS = ("wall_time", "model_config", "train_config", "status", "reason")
+
+
+def _numbers(history: dict, fields=None) -> dict:
+    """What a history measured (every list and number), on ``fields`` (default: its own)."""
+    keys = fields if fields is not None else history
+    return {k: history.get(k) for k in keys if k not in _NOT_NUMBERS}
+
+
+def same_numbers(a: dict, b: dict, fields=None) -> bool:
+    """Two histories bit-identical on ``fields`` (default: ``a``'s): the same floats, NaN
+    where NaN (compared as exact JSON text)."""
+    fields = fields if fields is not None else a
+    return json.dumps(_numbers(a, fields), sort_keys=True) == json.dumps(_numbers(b, fields), sort_keys=True)
+
+
+def first_difference(a: dict, b: dict, fields=None) -> str:
+    """The first field (``loss[17]``-style) where two histories differ, for a reader."""
+    fields = fields if fields is not None else a
+    x, y = json.loads(json.dumps(_numbers(a, fields))), json.loads(json.dumps(_numbers(b, fields)))
+
+    def walk(u, v, where):
+        if isinstance(u, dict) and isinstance(v, dict):
+            for k in sorted(set(u) | set(v)):
+                w = walk(u.get(k), v.get(k), f"{where}.{k}" if where else k)
+                if w:
+                    return w
+        elif isinstance(u, list) and isinstance(v, list):
+            if len(u) != len(v):
+                return f"{where} (length {len(u)} recorded, {len(v)} now)"
+            for i, (p, q) in enumerate(zip(u, v)):
+                w = walk(p, q, f"{where}[{i}]")
+                if w:
+                    return w
+        elif u != v and not (isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v)):
+            return f"{where}: {u!r} recorded, {v!r} now"
+        return ""
+
+    return walk(x, y, "") or "(no difference)"
+
+
+def retrain_here(d: dict) -> dict:
+    """The history the current code trains for record ``d`` (:mod:`tfx.runs.retrain`)."""
+    from .retrain import retrain
+
+    return json.loads(json.dumps(retrain(d)))
+
+
+def retrain_under(reference, d: dict) -> dict:
+    """The history the copy of tfx in ``reference`` trains for record ``d``, in a subprocess
+    (a copy of this retrain module run as a script, with that copy of tfx on ``sys.path``)."""
+    with tempfile.TemporaryDirectory(prefix="tfx-carry-") as tmp:
+        src, out, script = Path(tmp) / "record.json", Path(tmp) / "history.json", Path(tmp) / "retrain.py"
+        src.write_text(json.dumps(d))
+        script.write_text(Path(__file__).with_name("retrain.py").read_text())  # run beside nothing of ours
+        env = dict(os.environ, PYTHONPATH=str(Path(reference).resolve()))
+        subprocess.run([sys.executable, str(script), str(src), str(out)],
+                       cwd=tmp, env=env, check=True, capture_output=True, text=True)
+        return json.loads(out.read_text())
+
+
+def reference_version(reference) -> str:
+    """The code version an older copy of tfx (a folder holding ``tfx/``) stamps on its records,
+    as that copy computes it."""
+    ref = Path(reference)
+    if not (ref / "tfx" / "__init__.py").exists():
+        raise ValueError(f"reference={str(reference)!r} must be a folder holding an older tfx/ "
+                         "(e.g. made by: git archive COMMIT tfx | tar -x -C FOLDER)")
+    code = "from tfx.runs import sweep; print(sweep.code_version())"
+    env = dict(os.environ, PYTHONPATH=str(ref.resolve()))
+    done = subprocess.run([sys.executable, "-c", code], cwd=tempfile.gettempdir(), env=env, check=True,
+                          capture_output=True, text=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def spread(items: list, k: int) -> list:
+    """``k`` items spread evenly over ``items`` (first and last included), in order."""
+    if k >= len(items):
+        return list(items)
+    if k == 1:
+        return [items[0]]
+    return [items[round(i * (len(items) - 1) / (k - 1))] for i in range(k)]
+
+
+def _device_kind(device: str) -> str:
+    return str(device).split(":")[0]
+
+
+def carry_forward(experiment, profile=None, results_dir=None, sample: int = 2, references=(), log=None) -> list[dict]:
+    """Carry the stale records of ``experiment`` in ``profile`` forward (module docstring).
+
+    Returns one report per (results file, older code version): ``{"file", "from", "records",
+    "checked" (labels and seeds retrained), "carried" (records re-stamped, 0 if not),
+    "differ" (['label seed s: field …'])}`` and ``"why"`` when nothing could be checked.
+    ``references``: folders holding older copies of tfx (see the module docstring)."""
+    from .experiment import Experiment
+    from .sweep import plan
+
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+        raise ValueError(f"sample={sample!r} must be an integer ≥ 1")
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    exp = experiment if isinstance(experiment, Experiment) else Experiment.load(experiment)
+    now = code_version()
+    refs = {reference_version(r): Path(r) for r in references}
+    reports = []
+    for fixture in (False, True):
+        p = plan(exp, profile, results_dir, fixture=fixture)
+        # every run not recorded under this code, by what names it in its experiment: a run's id
+        # hashes its TrainConfig, which grows a field whenever an option is added
+        jobs = {(j["run"].label, j["run"].seed): j for j in p["todo"]}
+        files = results.files_for(Path(p["out"]).parent, p["experiment"], p["profile"])
+        for f in files:
+            lines = [json.loads(x) for x in Path(f).read_text(encoding="utf-8").splitlines() if _whole(x)]
+            stale = [d for d in lines if d.get("code_version") != now and bool(d.get("fixture")) == fixture]
+            for old in sorted({d["code_version"] for d in stale}):
+                group = sorted((d for d in stale if d["code_version"] == old), key=lambda d: d.get("index", 0))
+                reports.append(_carry_group(f, old, group, jobs, sample, now, refs.get(old), log))
+    return reports
+
+
+def _name(d: dict) -> tuple:
+    """What names a run in its experiment: its label and seed."""
+    return d.get("label"), d.get("seed")
+
+
+def _as_planned(d: dict, job: dict) -> str:
+    """``comparable(d)`` with the configs the experiment now gives the run ``d`` names: equal
+    to ``comparable(d)`` exactly when the record ran what the experiment runs."""
+    from .sweep import _task
+    from ..nn.config import ModelConfig
+
+    run = job["run"]
+    return comparable({**d, "index": job["index"], "run_id": job["run_id"],
+                       "config": ModelConfig.for_task(_task(job), **run.model).to_dict(),
+                       "train_config": run.train.replace(seed=run.seed).to_dict()})
+
+
+def _whole(line: str) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
+def _carry_group(path, old, group, jobs, sample, now, reference, log) -> dict:
+    report = {"file": str(path), "from": old, "records": len(group), "checked": [], "carried": 0, "differ": []}
+    here = "cuda" if _cuda() else "cpu"
+    checkable = [d for d in group if _name(d) in jobs and _device_kind(d.get("device", "")) == here]
+    if not checkable:
+        report["why"] = (f"none of its {len(group)} records can be retrained here: made on "
+                         f"{sorted({_device_kind(d.get('device', '')) for d in group})}, this machine has {here}, "
+                         "or their runs are no longer in the experiment")
+        log(f"{Path(path).name}: code {old}: {report['why']}; left stale")
+        return report
+    how = set()
+    for d in spread(checkable, sample):
+        name = f"{d['label']} seed {d['seed']}"
+        log(f"{Path(path).name}: code {old} → {now}: retraining {name} ...")
+        report["checked"].append(name)
+        new = retrain_here(d)
+        if same_numbers(d["history"], new):
+            how.add("reproduced the record")
+            continue
+        if reference is None:
+            report["differ"].append(f"{name}: {first_difference(d['history'], new)} (no --reference for code {old} "
+                                    "to tell a change of code from a change of machine)")
+            continue
+        ref = retrain_under(reference, d)
+        if same_numbers(ref, new, fields=d["history"]):  # the change of code changed no number
+            how.add("reproduced the record" if same_numbers(d["history"], ref) else
+                    "old and new code bit-identical on this machine, whose kernels differ in the last bit "
+                    "from the recording machine's")
+        else:
+            report["differ"].append(f"{name}: old code here vs new code here: "
+                                    f"{first_difference(ref, new, fields=d['history'])}")
+    if report["differ"]:
+        log(f"{Path(path).name}: code {old}: {len(report['differ'])} of {len(report['checked'])} retrained runs "
+            f"differ, so its {len(group)} records stay stale: " + "; ".join(report["differ"]))
+        return report
+    keys = {_name(d): jobs[_name(d)] for d in group if _name(d) in jobs}
+    stamp = {"code_version": old, "checked_on": date.today().isoformat(), "checked": report["checked"],
+             "how": " / ".join(sorted(how))}
+
+    def restamp(d):
+        if d.get("code_version") != old or _name(d) not in keys or bool(d.get("fixture")) != bool(
+                group[0].get("fixture")):
+            return None
+        job = keys[_name(d)]
+        if comparable({**d, "index": job["index"], "run_id": job["run_id"]}) != _as_planned(d, job):
+            return None  # its configs are no longer what the experiment runs under that name
+        return {**d, "code_version": now, "key": job["key"], "run_id": job["run_id"], "index": job["index"],
+                "carried_from": [*d.get("carried_from", []),
+                                 {**stamp, "key": d.get("key", ""), "run_id": d.get("run_id", "")}]}
+
+    report["carried"] = results.rewrite(path, restamp)
+    report["how"] = stamp["how"]
+    log(f"{Path(path).name}: code {old} → {now}: {len(report['checked'])} retrained runs bit-identical "
+        f"({stamp['how']}); {report['carried']} records carried forward")
+    return report
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
