@@ -4,7 +4,8 @@
     traces.separation_step(failed, learned, "attn_entropy_min")       # when the groups part (EC-1)
 
 Kept apart from the probes themselves: reading records back is not part of the code that
-trains a run (``tfx.runs.sweep.TRAINING_CODE``), so changing it leaves recorded runs current.
+trains a run (outside the trainer's imports, :mod:`tfx.runs.codeversion`), so changing it
+leaves recorded runs current.
 """
 from __future__ import annotations
 
