@@ -8,19 +8,13 @@ from tfx import ModelConfig, build_model
 from tfx.nn.blocks import EncoderLayer
 from tfx.nn.batch import PAD, Batch
 from tfx.nn.config import PLACEMENTS
+from tfx.runs.reference import layer_pairs
 
 
 def _copy_into_torch_layer(ours: EncoderLayer, ref: nn.TransformerEncoderLayer):
-    a, f = ours.self_attn.f, ours.ffn.f
     with torch.no_grad():
-        ref.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
-        ref.self_attn.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
-        ref.self_attn.out_proj.weight.copy_(a.out_proj.weight)
-        ref.self_attn.out_proj.bias.copy_(a.out_proj.bias)
-        ref.linear1.weight.copy_(f.fc1.weight); ref.linear1.bias.copy_(f.fc1.bias)
-        ref.linear2.weight.copy_(f.fc2.weight); ref.linear2.bias.copy_(f.fc2.bias)
-        for n_ours, n_ref in ((ours.self_attn.norm, ref.norm1), (ours.ffn.norm, ref.norm2)):
-            n_ref.weight.copy_(n_ours.weight); n_ref.bias.copy_(n_ours.bias)
+        for theirs, mine in layer_pairs(ours, ref):
+            theirs.copy_(torch.cat(mine))
 
 
 @pytest.mark.parametrize("placement, norm_first", [("post", False), ("pre", True)])

@@ -19,14 +19,13 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..nn.batch import PAD, Batch
+from ..nn.batch import Batch
 from ..nn.config import ModelConfig, TrainConfig
-from ..nn.model import Embedding, build_model
+from ..nn.model import build_model
 from .data import SyntheticTask
+from .reference import TorchReference
 from .train import make_optimizer, train
 
 # Dense (no sparsity) bf16 tensor-core peaks from the vendors' datasheets, FLOP/s.
@@ -40,26 +39,6 @@ def peak_flops(device: torch.device) -> tuple[str, float]:
         return "cpu", float("nan")
     name = torch.cuda.get_device_name(device)
     return name, next((v for k, v in PEAK_BF16.items() if k in name), float("nan"))
-
-
-class TorchReference(nn.Module):
-    """``torch.nn.Transformer`` between the same embeddings and output projection as tfx."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.src_embed, self.tgt_embed = Embedding(cfg.src_vocab, cfg), Embedding(cfg.tgt_vocab, cfg)
-        self.body = nn.Transformer(
-            cfg.d_model, cfg.n_heads, cfg.n_enc, cfg.n_dec, cfg.d_ffn, dropout=cfg.dropout,
-            activation=cfg.activation, batch_first=True, norm_first=cfg.placement == "pre",
-        )
-        self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab, bias=False)
-
-    def loss(self, src, tgt):
-        tgt_in, gold = tgt[:, :-1], tgt[:, 1:]
-        mask = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)
-        h = self.body(self.src_embed(src), self.tgt_embed(tgt_in), tgt_mask=mask, tgt_is_causal=True)
-        logits = self.out_proj(h)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), gold.reshape(-1), ignore_index=PAD)
 
 
 _clock = time.perf_counter  # --cpu-time: time.process_time, robust to other processes on a shared CPU
@@ -82,7 +61,7 @@ def bench(placement: str = "post", d_model: int = 128, n_heads: int = 4, layers:
                       n_enc=layers, n_dec=layers, placement=placement, max_len=length + 1)
     torch.manual_seed(0)
     ours = build_model(cfg).to(device)
-    ref = TorchReference(cfg).to(device)
+    ref = TorchReference.from_tfx(ours)  # the same weights: only the Transformer body's code differs
     g = torch.Generator().manual_seed(0)
     src = torch.randint(4, vocab, (batch, length), generator=g)
     tgt = torch.randint(4, vocab, (batch, length + 1), generator=g)
@@ -93,7 +72,7 @@ def bench(placement: str = "post", d_model: int = 128, n_heads: int = 4, layers:
     def eager():
         return ours.loss_and_accuracy(src, tgt, 0.0, b.src_padded, b.tgt_padded)[0]
 
-    variants = {"tfx": (eager, ours), "torch": (lambda: ref.loss(src, tgt), ref)}
+    variants = {"tfx": (eager, ours), "torch": (lambda: ref.loss(src, tgt, b.src_padded, b.tgt_padded), ref)}
     if compile:
         twin = build_model(cfg).to(device)  # its own weights and optimiser, like the others
         compiled_fn = torch.compile(twin.loss_and_accuracy)
