@@ -146,6 +146,24 @@ def test_masks_given_or_found_give_the_same_loss():
     torch.testing.assert_close(no_mask, full_mask)
 
 
+@pytest.mark.parametrize("kind", [dict(n_enc=2, n_dec=2), dict(n_enc=0, n_dec=2)])
+def test_skipped_records_leave_loss_and_gradients_bit_identical(kind):
+    """accuracy=False / log_z=False (a step whose records nobody reads) skip work, not bits:
+    the loss and every gradient are equal to the last bit, and what is skipped is None."""
+    b = _padded_batch()
+    grads, losses = {}, {}
+    for flags in ((True, True), (False, True), (True, False), (False, False)):
+        model = build_model(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=32, n_heads=4, d_ffn=64, **kind))
+        out = model.loss_and_accuracy(b.src, b.tgt, 0.1, b.src_padded, b.tgt_padded, accuracy=flags[0],
+                                      log_z=flags[1])
+        assert (out[1] is None) == (not flags[0]) and all((v is None) == (not flags[1]) for v in out[2:])
+        out[0].backward()
+        losses[flags], grads[flags] = out[0], [p.grad for p in model.parameters()]
+    for flags in losses:
+        assert torch.equal(losses[flags], losses[True, True])
+        assert all(torch.equal(g, h) for g, h in zip(grads[flags], grads[True, True]))
+
+
 @pytest.mark.parametrize("kind", [dict(n_enc=2, n_dec=2), dict(n_enc=0, n_dec=2), dict(n_enc=2, n_dec=0)])
 def test_the_training_loss_compiles_to_one_graph(kind):
     """torch._dynamo.explain: no graph break on the loss the trainer compiles, with and without padding."""
