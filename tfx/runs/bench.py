@@ -165,11 +165,11 @@ def bench(placement: str = "post", size: str = "custom", rounds: int = 20, warmu
     times = {k: [] for k in [*variants, *gemms]}
     names = list(times)
     for r in range(warmup + rounds):
-        b = batches[r % len(batches)]
+        i = r % len(batches)
         for name in (names if r % 2 == 0 else names[::-1]):
-            t = timed(gemms[name][0] if name in gemms else lambda: step(name, b))
+            t = timed(gemms[name][0] if name in gemms else lambda: step(name, batches[i]))
             if r >= warmup:
-                times[name].append((t, b))
+                times[name].append((t, i))
     flops = {}  # (variant, batch index) → FLOPs of a step on it
     for name in ("tfx", "torch"):
         for i, b in enumerate(batches):
@@ -181,14 +181,13 @@ def bench(placement: str = "post", size: str = "custom", rounds: int = 20, warmu
     for name, (_, f) in gemms.items():
         out[name] = statistics.median(f / t for t, _ in times[name])
     out["peak"] = max(out[k] for k in gemms) if gemms else peak_flops(device)[1]
-    index = {id(b): i for i, b in enumerate(batches)}
     for name in variants:
         key = name.replace(" ", "_")
         f = {"tfx compiled": "tfx"}.get(name, name)  # the same arithmetic
         out[f"{key}_ms"] = 1e3 * statistics.median(t for t, _ in times[name])
-        out[f"{key}_tok_s"] = statistics.median(_tokens(b) / t for t, b in times[name])
+        out[f"{key}_tok_s"] = statistics.median(_tokens(batches[i]) / t for t, i in times[name])
         out[f"{key}_flops"] = statistics.mean(flops[f, i] for i in range(len(batches)))
-        out[f"{key}_flop_s"] = statistics.median(flops[f, index[id(b)]] / t for t, b in times[name])
+        out[f"{key}_flop_s"] = statistics.median(flops[f, i] / t for t, i in times[name])
         out[f"{key}_util"] = out[f"{key}_flop_s"] / out["peak"]
     out["ratio"] = out["torch_ms"] / out["tfx_ms"]
     if compile:
