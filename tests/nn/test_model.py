@@ -8,19 +8,13 @@ from tfx import ModelConfig, build_model
 from tfx.nn.blocks import EncoderLayer
 from tfx.nn.batch import PAD, Batch
 from tfx.nn.config import PLACEMENTS
+from tfx.runs.reference import layer_pairs
 
 
 def _copy_into_torch_layer(ours: EncoderLayer, ref: nn.TransformerEncoderLayer):
-    a, f = ours.self_attn.f, ours.ffn.f
     with torch.no_grad():
-        ref.self_attn.in_proj_weight.copy_(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]))
-        ref.self_attn.in_proj_bias.copy_(torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]))
-        ref.self_attn.out_proj.weight.copy_(a.out_proj.weight)
-        ref.self_attn.out_proj.bias.copy_(a.out_proj.bias)
-        ref.linear1.weight.copy_(f.fc1.weight); ref.linear1.bias.copy_(f.fc1.bias)
-        ref.linear2.weight.copy_(f.fc2.weight); ref.linear2.bias.copy_(f.fc2.bias)
-        for n_ours, n_ref in ((ours.self_attn.norm, ref.norm1), (ours.ffn.norm, ref.norm2)):
-            n_ref.weight.copy_(n_ours.weight); n_ref.bias.copy_(n_ours.bias)
+        for theirs, mine in layer_pairs(ours, ref):
+            theirs.copy_(torch.cat(mine))
 
 
 @pytest.mark.parametrize("placement, norm_first", [("post", False), ("pre", True)])
@@ -150,6 +144,24 @@ def test_masks_given_or_found_give_the_same_loss():
     no_mask = model.loss_and_accuracy(clean.src, clean.tgt, 0.0, False, False)[0]
     full_mask = model.loss_and_accuracy(clean.src, clean.tgt, 0.0, True, True)[0]
     torch.testing.assert_close(no_mask, full_mask)
+
+
+@pytest.mark.parametrize("kind", [dict(n_enc=2, n_dec=2), dict(n_enc=0, n_dec=2)])
+def test_skipped_records_leave_loss_and_gradients_bit_identical(kind):
+    """accuracy=False / log_z=False (a step whose records nobody reads) skip work, not bits:
+    the loss and every gradient are equal to the last bit, and what is skipped is None."""
+    b = _padded_batch()
+    grads, losses = {}, {}
+    for flags in ((True, True), (False, True), (True, False), (False, False)):
+        model = build_model(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=32, n_heads=4, d_ffn=64, **kind))
+        out = model.loss_and_accuracy(b.src, b.tgt, 0.1, b.src_padded, b.tgt_padded, accuracy=flags[0],
+                                      log_z=flags[1])
+        assert (out[1] is None) == (not flags[0]) and all((v is None) == (not flags[1]) for v in out[2:])
+        out[0].backward()
+        losses[flags], grads[flags] = out[0], [p.grad for p in model.parameters()]
+    for flags in losses:
+        assert torch.equal(losses[flags], losses[True, True])
+        assert all(torch.equal(g, h) for g, h in zip(grads[flags], grads[True, True]))
 
 
 @pytest.mark.parametrize("kind", [dict(n_enc=2, n_dec=2), dict(n_enc=0, n_dec=2), dict(n_enc=2, n_dec=0)])

@@ -4,8 +4,10 @@ Offline: nothing here downloads (the IWSLT loader is tested on a fixture Parquet
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
+import re
 import shutil
 import sys
 from collections import Counter
@@ -17,6 +19,7 @@ import torch
 from tfx.runs.corpus import (CorpusChecksumError, TranslationTask, bleu, corpus_dir, load_corpus,
                         load_iwslt14, parse_iwslt_parquet, read_pairs, verify_corpus)
 from tfx.nn.batch import BOS, EOS, PAD
+from tfx.runs.lm import CHECKSUMS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "iwslt14_tiny.parquet"
@@ -34,18 +37,36 @@ def task(cache) -> TranslationTask:
 
 
 # --------------------------------------------------------------------------- shipped files
-def test_checksums_pass():
-    assert len(verify_corpus()) == 64
+def _listed(d: Path) -> dict:
+    """{file name: SHA-256} as the directory's SHA256SUMS lists them."""
+    return {name: digest for digest, name in
+            (line.split() for line in (d / "SHA256SUMS").read_text(encoding="utf-8").splitlines())}
 
 
-def test_checksum_mismatch_is_reported(tmp_path):
+@pytest.mark.parametrize("name", ["libreoffice-de-en", "libreoffice-de-en-large"])
+def test_checksums_are_the_files(name):
+    """Every data file is listed, its SHA-256 is the one listed, and verify_corpus returns the
+    SHA-256 of SHA256SUMS: the value tfx.runs.lm keys its BPE cache by."""
+    d = corpus_dir(name)
+    listed = _listed(d)
+    assert set(listed) == {f.name for f in d.glob("*.tsv*")}
+    for f, digest in listed.items():
+        assert hashlib.sha256((d / f).read_bytes()).hexdigest() == digest, f
+    whole = hashlib.sha256((d / "SHA256SUMS").read_bytes()).hexdigest()
+    assert verify_corpus(d) == whole == CHECKSUMS[d.name]
+
+
+@pytest.mark.parametrize("name", sorted(_listed(corpus_dir())))
+def test_checksum_mismatch_is_reported(tmp_path, name):
+    """One byte changed in a copy of one file: the copy verified before, now it fails, naming the file."""
     d = tmp_path / "corpus"
     shutil.copytree(corpus_dir(), d)
-    f = d / "valid.tsv.gz"
+    assert verify_corpus(d) == verify_corpus()
+    f = d / name
     data = bytearray(f.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[len(data) // 2] ^= 0x01
     f.write_bytes(bytes(data))
-    with pytest.raises(CorpusChecksumError, match="valid.tsv.gz"):
+    with pytest.raises(CorpusChecksumError, match=rf"{re.escape(str(f))} has SHA-256 [0-9a-f]{{64}}, but "):
         verify_corpus(d)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tfx.runs.corpus import CorpusChecksumError, corpus_dir, load_corpus, read_pairs, verify_corpus
+from tfx.runs.lm import CHECKSUMS
 
 LARGE = corpus_dir("libreoffice-de-en-large")
 
 
 def test_large_corpus_is_checksummed_licensed_and_small_on_disk(tmp_path):
-    assert len(verify_corpus(LARGE)) == 64
+    assert verify_corpus(LARGE) == CHECKSUMS["libreoffice_de_en_large"]  # every file as SHA256SUMS lists it
     notice = (LARGE / "NOTICE").read_text(encoding="utf-8")
     assert "MPL-2.0" in notice and "valid and test splits are those of ../libreoffice_de_en" in notice
     assert "Mozilla Public License Version 2.0" in (LARGE / "LICENSE").read_text(encoding="utf-8")

@@ -165,14 +165,20 @@ class Transformer(nn.Module):
         return {"loss": loss, "acc": acc, "tokens": batch.n_tokens,
                 "log_z": log_z, "log_z_sq": log_z_sq, "log_z_absmax": log_z_absmax}
 
-    def loss_and_accuracy(self, src, tgt, label_smoothing: float = 0.0, src_padded=None, tgt_padded=None):
+    def loss_and_accuracy(self, src, tgt, label_smoothing: float = 0.0, src_padded=None, tgt_padded=None,
+                          accuracy: bool = True, log_z: bool = True):
         """(loss, accuracy, log Z mean, (log Z)² mean, max |log Z|) as device tensors: what the
         trainer compiles. Tensors and flags in, tensors out; nothing reads the device, so
         ``torch.compile`` sees one graph.
 
         log Z = log Σ_v exp(logit_v) at each real (non-PAD) target token. Its mean square is the
         z-loss (chowdhery2022palm; wortsman2023proxies), which keeps its gradient; the other two are
-        detached records."""
+        detached records.
+
+        ``accuracy=False`` skips the argmax, ``log_z=False`` the logsumexp (a pass over the logits
+        each, as long as the loss's own on an LM's vocabulary): a step whose records nobody reads
+        (and, for log Z, that has no z-loss) need not pay for them. What is skipped comes back as
+        None; the loss is the same to the bit."""
         gold = tgt[:, 1:]
         if self.cfg.kind == "encoder":
             logits = self(src=src, src_padded=src_padded)
@@ -180,13 +186,19 @@ class Transformer(nn.Module):
             logits = self(src=src, tgt_in=tgt[:, :-1], src_padded=src_padded, tgt_padded=tgt_padded)
         flat = logits.reshape(-1, logits.shape[-1]).float()
         loss = F.cross_entropy(flat, gold.reshape(-1), ignore_index=PAD, label_smoothing=label_smoothing)
+        if not (accuracy or log_z):
+            return loss, None, None, None, None
         real = (gold != PAD).reshape(-1)
         n_real = real.sum().clamp(min=1)
-        log_z = torch.where(real, torch.logsumexp(flat, -1), 0.0)  # PAD positions count 0
-        log_z_sq = log_z.square().sum() / n_real
+        acc = log_z_mean = log_z_sq = log_z_absmax = None
+        if log_z:
+            lse = torch.where(real, torch.logsumexp(flat, -1), 0.0)  # PAD positions count 0
+            log_z_sq = lse.square().sum() / n_real
         with torch.no_grad():
-            acc = ((logits.argmax(-1) == gold).reshape(-1) & real).sum() / n_real
-            log_z_mean, log_z_absmax = log_z.sum() / n_real, log_z.abs().amax()
+            if accuracy:
+                acc = ((logits.argmax(-1) == gold).reshape(-1) & real).sum() / n_real
+            if log_z:
+                log_z_mean, log_z_absmax = lse.sum() / n_real, lse.abs().amax()
         return loss, acc, log_z_mean, log_z_sq, log_z_absmax
 
     @torch.no_grad()

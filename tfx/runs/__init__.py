@@ -14,5 +14,6 @@ theory probe where a run records one; it never draws.
     compare     two settings of a sweep, seed by seed (does a setting need warmup?)
     lm          the English text a decoder-only language model reads
     probes      what a run records about its logits and its stream; traces reads them back
+    reference   torch.nn.Transformer with a tfx model's weights (the parity test's and the bench's)
     bench       a training step's throughput against torch.nn.Transformer (python -m tfx.bench)
 """

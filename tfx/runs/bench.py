@@ -1,37 +1,67 @@
-"""Training-step throughput: tfx (eager and compiled) against ``torch.nn.Transformer``, and
-``tfx.train`` against a bare loop.
+"""Training-step throughput: tfx (eager and compiled) against ``torch.nn.Transformer``, how near
+the device's limit it runs, and ``tfx.train`` against a bare loop.
 
-    python -m tfx.bench                 # small encoder–decoder, Post-LN and Pre-LN, on this device
-    python -m tfx.bench --d-model 512 --layers 6 --batch 128 --length 32 --vocab 10000 --placements pre
-                                        # the GPU target: 6+6, d 512, FFN 2048, 4,096-token batches
+    python -m tfx.bench                  # the book's two CPU sizes, Post-LN and Pre-LN, on this device
+    python -m tfx.bench --threads 1 --cpu-time --no-compile --profile
+    python -m tfx.bench --size custom --d-model 512 --layers 6 --batch 128 --length 32 --vocab 10000 --placements pre
+                                         # the GPU target: 6+6, d 512, FFN 2048, 4,096-token batches
 
-All models get the same sizes, placement, embeddings and output projection; only the
-Transformer body differs. Steps alternate (tfx, compiled, torch, …) in one run so that
-drifts in machine load hit all alike; the median time per step gives tokens/s. FLOPs per
-step (forward + backward) are counted with ``torch.utils.flop_counter``; model FLOP
-utilisation (MFU) divides the achieved FLOP/s by the device's dense bf16 peak, named in
-the output (unknown on a CPU). Ratios ≥ 1 mean tfx is not slower.
+Sizes (``--size``): ``reverse``, the book profile's 6+6 encoder–decoder on the reverse task (d 64,
+FFN 256, batch 32; experiments/warmup-axis.toml); ``lm``, its 6-layer decoder-only LM on
+``libreoffice-en`` (vocabulary 2,000, tied embeddings, batch 32; experiments/lm.toml); ``custom``,
+an encoder–decoder of the sizes given, on random tokens.
+
+Both models get the same weights, placement, embeddings and output projection
+(:mod:`tfx.runs.reference`); only the Transformer body's code differs. A step is a training
+step: the cross-entropy (for tfx, without the accuracy and log Z records, as the trainer needs
+it between logged steps), backward, Adam. Steps alternate (tfx, compiled, torch, the GEMMs, …)
+in one run so that drifts in machine load hit all alike; medians give ms/step and tokens/s
+(tokens: the input positions, PAD included).
+
+FLOPs per step (forward + backward) are counted with ``torch.utils.flop_counter``, attention
+included (full attention also where it is causal: what a masked kernel computes). The
+utilisation divides the achieved FLOP/s by a peak: on a CPU the fp32 GEMM rate measured in
+the same rounds, on the same threads (the better of a 1024² matmul and the model's first FFN
+matmul, tokens × d_model by d_model × d_ffn); on a GPU the dense bf16 peak of its datasheet
+(MFU; unknown for a GPU not in ``PEAK_BF16``). Ratios ≥ 1 mean tfx is not slower.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import time
 
 import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from ..nn.batch import PAD, Batch
+from ..nn.batch import Batch
 from ..nn.config import ModelConfig, TrainConfig
-from ..nn.model import Embedding, build_model
-from .data import SyntheticTask
+from ..nn.model import build_model
+from .data import SyntheticTask, load_task
+from .reference import TorchReference
 from .train import make_optimizer, train
 
 # Dense (no sparsity) bf16 tensor-core peaks from the vendors' datasheets, FLOP/s.
 PEAK_BF16 = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10G": 70e12,
              "RTX 4090": 165e12}
+
+# The book profile's CPU sizes: (task, ModelConfig fields, batch size)
+BOOK_SIZES = {
+    "reverse": ("reverse", dict(n_enc=6, n_dec=6, d_model=64, n_heads=4, d_ffn=256), 32),
+    "lm": ("libreoffice-en", dict(n_enc=0, n_dec=6, d_model=64, n_heads=4, d_ffn=256, tie_embeddings=True), 32),
+}
+SQUARE = 1024  # the side of the square GEMM whose rate is a CPU's peak
+
+# torch's FLOP counter knows the GPU attention kernels; a CPU runs these, with the same matrix
+# products (QKᵀ and PV forward; four backward). They get the shapes of the kernels' arguments.
+_ATTENTION_FLOPS = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu:
+        lambda q, k, v, *_, **__: sdpa_flop_count(q, k, v),
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward:
+        lambda grad, q, k, v, *_, **__: sdpa_backward_flop_count(grad, q, k, v),
+}
 
 
 def peak_flops(device: torch.device) -> tuple[str, float]:
@@ -42,26 +72,6 @@ def peak_flops(device: torch.device) -> tuple[str, float]:
     return name, next((v for k, v in PEAK_BF16.items() if k in name), float("nan"))
 
 
-class TorchReference(nn.Module):
-    """``torch.nn.Transformer`` between the same embeddings and output projection as tfx."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.src_embed, self.tgt_embed = Embedding(cfg.src_vocab, cfg), Embedding(cfg.tgt_vocab, cfg)
-        self.body = nn.Transformer(
-            cfg.d_model, cfg.n_heads, cfg.n_enc, cfg.n_dec, cfg.d_ffn, dropout=cfg.dropout,
-            activation=cfg.activation, batch_first=True, norm_first=cfg.placement == "pre",
-        )
-        self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab, bias=False)
-
-    def loss(self, src, tgt):
-        tgt_in, gold = tgt[:, :-1], tgt[:, 1:]
-        mask = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)
-        h = self.body(self.src_embed(src), self.tgt_embed(tgt_in), tgt_mask=mask, tgt_is_causal=True)
-        logits = self.out_proj(h)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), gold.reshape(-1), ignore_index=PAD)
-
-
 _clock = time.perf_counter  # --cpu-time: time.process_time, robust to other processes on a shared CPU
 
 
@@ -69,78 +79,180 @@ def _synchronize(device):
     return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
 
-def bench(placement: str = "post", d_model: int = 128, n_heads: int = 4, layers: int = 3, batch: int = 32,
-          length: int = 32, vocab: int = 1000, rounds: int = 20, warmup: int = 3, device: str | None = None,
-          compile: bool = True, amp: str | None = None) -> dict:
-    """Median ms/step, tokens/s, TFLOP/s and MFU of tfx eager, tfx compiled (``compile``)
-    and torch.nn.Transformer; ``ratio`` = torch ms ÷ tfx ms, ``compiled_speedup`` = eager
-    ms ÷ compiled ms. ``amp``: 'bf16' or 'fp32' (default: bf16 on CUDA, fp32 on a CPU)."""
+def step_flops(loss_fn) -> int:
+    """FLOPs of one forward and backward of ``loss_fn()`` (matrix products and attention)."""
+    with FlopCounterMode(display=False, custom_mapping=_ATTENTION_FLOPS) as fc:
+        loss_fn().backward()
+    return fc.get_total_flops()
+
+
+def book_setup(size: str, placement: str, batches: int = 4) -> tuple[ModelConfig, list[Batch]]:
+    """(config, the first ``batches`` training batches) of a book size (``BOOK_SIZES``)."""
+    task_name, model, batch_size = BOOK_SIZES[size]
+    task = load_task(task_name)
+    cfg = ModelConfig.for_task(task, placement=placement, **model)
+    return cfg, [task.batch(i, batch_size) for i in range(batches)]
+
+
+def custom_setup(placement: str = "post", d_model: int = 128, n_heads: int = 4, layers: int = 3, batch: int = 32,
+                 length: int = 32, vocab: int = 1000) -> tuple[ModelConfig, list[Batch]]:
+    """(config, [one batch of random tokens]) of a ``layers``+``layers`` encoder–decoder, FFN 4·d."""
+    cfg = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, d_model=d_model, n_heads=n_heads, d_ffn=4 * d_model,
+                      n_enc=layers, n_dec=layers, placement=placement, max_len=length + 1)
+    g = torch.Generator().manual_seed(0)
+    return cfg, [Batch(torch.randint(4, vocab, (batch, length), generator=g),
+                       torch.randint(4, vocab, (batch, length + 1), generator=g))]
+
+
+def _loss(loss_and_accuracy):
+    """A batch's training loss as the trainer needs it between logged steps: the cross-entropy,
+    without the accuracy and log Z records."""
+    return lambda b: loss_and_accuracy(b.src, b.tgt, 0.0, b.src_padded, b.tgt_padded, accuracy=False,
+                                       log_z=False)[0]
+
+
+def _gemm(m: int, k: int, n: int, device) -> tuple:
+    """(the product of an m×k and a k×n fp32 matrix as a function, its FLOPs 2mkn)."""
+    a, b = torch.randn(m, k, device=device), torch.randn(k, n, device=device)
+    return (lambda: a @ b), 2 * m * k * n
+
+
+def bench(placement: str = "post", size: str = "custom", rounds: int = 20, warmup: int = 3, device: str | None = None,
+          compile: bool = True, amp: str | None = None, **custom) -> dict:
+    """Median ms/step, tokens/s, FLOP/s and utilisation of tfx eager, tfx compiled (``compile``)
+    and torch.nn.Transformer, at a book size (``BOOK_SIZES``) or a custom one (``custom``:
+    :func:`custom_setup`'s sizes). On a CPU also the measured GEMM rates: ``gemm_square`` (1024²)
+    and ``gemm_model`` (the first FFN matmul's shape), their maximum the ``peak``.
+    ``ratio`` = torch ms ÷ tfx ms, ``compiled_speedup`` = eager ms ÷ compiled ms.
+    ``amp``: 'bf16' or 'fp32' (default: bf16 on CUDA, fp32 on a CPU)."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     amp = amp or ("bf16" if device.type == "cuda" else "fp32")
     dtype = torch.bfloat16 if amp == "bf16" else None
-    cfg = ModelConfig(src_vocab=vocab, tgt_vocab=vocab, d_model=d_model, n_heads=n_heads, d_ffn=4 * d_model,
-                      n_enc=layers, n_dec=layers, placement=placement, max_len=length + 1)
-    torch.manual_seed(0)
+    cfg, batches = custom_setup(placement, **custom) if size == "custom" else book_setup(size, placement)
+    batches = [b.to(device) for b in batches]
     ours = build_model(cfg).to(device)
-    ref = TorchReference(cfg).to(device)
-    g = torch.Generator().manual_seed(0)
-    src = torch.randint(4, vocab, (batch, length), generator=g)
-    tgt = torch.randint(4, vocab, (batch, length + 1), generator=g)
-    b = Batch(src, tgt).to(device)
-    src, tgt = b.src, b.tgt
+    ref = TorchReference.from_tfx(ours)  # the same weights: only the Transformer body's code differs
     tc = TrainConfig(lr=1e-4)
 
-    def eager():
-        return ours.loss_and_accuracy(src, tgt, 0.0, b.src_padded, b.tgt_padded)[0]
-
-    variants = {"tfx": (eager, ours), "torch": (lambda: ref.loss(src, tgt), ref)}
+    variants = {"tfx": (_loss(ours.loss_and_accuracy), ours),
+                "torch": (lambda b: ref.loss(b.src, b.tgt, b.src_padded, b.tgt_padded), ref)}
     if compile:
         twin = build_model(cfg).to(device)  # its own weights and optimiser, like the others
-        compiled_fn = torch.compile(twin.loss_and_accuracy)
-        variants["tfx compiled"] = (lambda: compiled_fn(src, tgt, 0.0, b.src_padded, b.tgt_padded)[0], twin)
+        variants["tfx compiled"] = (_loss(torch.compile(twin.loss_and_accuracy)), twin)
     opts = {k: make_optimizer(m.parameters(), tc, device) for k, (_, m) in variants.items()}
+    gemms = {}
+    if device.type == "cpu":  # the peak a CPU's step is measured against, in the same rounds
+        tokens_per_stack = max(b.tgt[:, :-1].numel() for b in batches)
+        gemms = {"gemm_square": _gemm(SQUARE, SQUARE, SQUARE, device),
+                 "gemm_model": _gemm(tokens_per_stack, cfg.d_model, cfg.d_ffn, device)}
     sync = _synchronize(device)
 
-    def step(name):
+    def step(name, b):
         fn, _ = variants[name]
         opts[name].zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss = fn()
+            loss = fn(b)
         loss.backward()
         opts[name].step()
 
-    times = {k: [] for k in variants}
-    names = list(variants)
+    def timed(run):
+        sync()
+        t = _clock()
+        run()
+        sync()
+        return _clock() - t
+
+    times = {k: [] for k in [*variants, *gemms]}
+    names = list(times)
     for r in range(warmup + rounds):
+        i = r % len(batches)
         for name in (names if r % 2 == 0 else names[::-1]):
-            sync()
-            t = _clock()
-            step(name)
-            sync()
+            t = timed(gemms[name][0] if name in gemms else lambda: step(name, batches[i]))
             if r >= warmup:
-                times[name].append(_clock() - t)
-    flops = {}
+                times[name].append((t, i))
+    flops = {}  # (variant, batch index) → FLOPs of a step on it
     for name in ("tfx", "torch"):
-        with FlopCounterMode(display=False) as fc, torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            variants[name][0]().backward()
-        flops[name] = fc.get_total_flops()
-    flops["tfx compiled"] = flops["tfx"]  # the same arithmetic
-    dev_name, peak = peak_flops(device)
-    tokens = batch * length * 2  # source + target tokens per step
-    out = {"placement": placement, "device": dev_name, "amp": amp, "peak_flops": peak, "tokens_per_step": tokens,
-           "layers": layers, "d_model": d_model, "batch": batch, "length": length}
+        for i, b in enumerate(batches):
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                flops[name, i] = step_flops(lambda: variants[name][0](b))
+    out = {"placement": placement, "size": size, "device": peak_flops(device)[0], "amp": amp,
+           "threads": torch.get_num_threads(), "config": cfg.to_dict(),
+           "tokens_per_step": statistics.mean(_tokens(b) for b in batches)}
+    for name, (_, f) in gemms.items():
+        out[name] = statistics.median(f / t for t, _ in times[name])
+    out["peak"] = max(out[k] for k in gemms) if gemms else peak_flops(device)[1]
     for name in variants:
-        med = statistics.median(times[name])
         key = name.replace(" ", "_")
-        out[f"{key}_ms"] = 1e3 * med
-        out[f"{key}_tok_s"] = tokens / med
-        out[f"{key}_tflops"] = flops[name] / med / 1e12
-        out[f"{key}_mfu"] = flops[name] / med / peak
+        f = {"tfx compiled": "tfx"}.get(name, name)  # the same arithmetic
+        out[f"{key}_ms"] = 1e3 * statistics.median(t for t, _ in times[name])
+        out[f"{key}_tok_s"] = statistics.median(_tokens(batches[i]) / t for t, i in times[name])
+        out[f"{key}_flops"] = statistics.mean(flops[f, i] for i in range(len(batches)))
+        out[f"{key}_flop_s"] = statistics.median(flops[f, i] / t for t, i in times[name])
+        out[f"{key}_util"] = out[f"{key}_flop_s"] / out["peak"]
     out["ratio"] = out["torch_ms"] / out["tfx_ms"]
     if compile:
         out["compiled_speedup"] = out["tfx_ms"] / out["tfx_compiled_ms"]
         out["compiled_ratio"] = out["torch_ms"] / out["tfx_compiled_ms"]
     return out
+
+
+def _tokens(b: Batch) -> int:
+    """Input positions of a step: source and decoder input, PAD included."""
+    return b.tgt[:, :-1].numel() + (0 if b.src is None else b.src.numel())
+
+
+class _OpTimes(TorchDispatchMode):
+    """Each aten op's time on ``_clock`` (the process's CPU time with --cpu-time, which a
+    shared CPU does not inflate as it does torch.profiler's wall clock), summed by op. The
+    dispatch through Python adds a few µs to each op: the many tiny ones (views) read high."""
+
+    def __init__(self):
+        super().__init__()
+        self.total, self.calls = collections.Counter(), collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        t = _clock()
+        out = func(*args, **(kwargs or {}))
+        name = str(func.overloadpacket)
+        self.total[name] += _clock() - t
+        self.calls[name] += 1
+        return out
+
+
+def profile(placement: str = "post", size: str = "lm", steps: int = 10, warmup: int = 3, cpu_time: bool = False,
+            rows: int = 15, **custom) -> str:
+    """The top ops of ``steps`` tfx training steps (CPU) as a table: torch.profiler's by self
+    CPU time, or with ``cpu_time`` each op's process CPU time (:class:`_OpTimes`)."""
+    cfg, batches = custom_setup(placement, **custom) if size == "custom" else book_setup(size, placement)
+    model = build_model(cfg)
+    opt = make_optimizer(model.parameters(), TrainConfig(lr=1e-4), torch.device("cpu"))
+
+    loss = _loss(model.loss_and_accuracy)
+
+    def step(i):
+        opt.zero_grad(set_to_none=True)
+        loss(batches[i % len(batches)]).backward()
+        opt.step()
+
+    for i in range(warmup):
+        step(i)
+    if not cpu_time:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for i in range(steps):
+                step(i)
+        return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
+    t = _clock()
+    for i in range(steps):
+        step(i)
+    per_step = (_clock() - t) / steps
+    with _OpTimes() as ops:
+        for i in range(steps):
+            step(i)
+    lines = [f"  {'op (process CPU time)':58s} {'ms/step':>8s} {'share':>6s} {'calls':>6s}"]
+    for name, total in ops.total.most_common(rows):
+        lines.append(f"  {name:58s} {1e3 * total / steps:8.2f} {100 * total / steps / per_step:5.1f}% "
+                     f"{ops.calls[name] // steps:6d}")
+    return "\n".join(lines + [f"  step: {1e3 * per_step:.1f} ms without the timer"])
 
 
 def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4, layers: int = 3, batch: int = 32,
@@ -193,22 +305,55 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
             "ratio": per_step["bare"] / per_step["train"]}
 
 
+def _describe(cfg: dict, r: dict) -> str:
+    body = (f"{cfg['n_enc']}+{cfg['n_dec']} encoder–decoder" if cfg["n_enc"] else f"{cfg['n_dec']}-layer LM")
+    return (f"{r['size']} ({body}, d {cfg['d_model']}, FFN {cfg['d_ffn']}, vocabulary {cfg['tgt_vocab']}; "
+            f"{r['tokens_per_step']:.0f} tokens/step), {r['placement']}: {r['device']}, {r['amp']}, "
+            f"{r['threads']} thread{'s' if r['threads'] > 1 else ''}")
+
+
+def _report(r: dict):
+    cpu = r["device"] == "cpu"
+    unit, scale = ("GFLOP/s", 1e9) if cpu else ("TFLOP/s", 1e12)
+    print(f"\n{_describe(r['config'], r)}")
+    if cpu:
+        print(f"  fp32 GEMM: {SQUARE}² {r['gemm_square'] / 1e9:.0f} GFLOP/s, model's FFN matmul "
+              f"{r['gemm_model'] / 1e9:.0f} GFLOP/s: peak {r['peak'] / 1e9:.0f} GFLOP/s (measured in these rounds)")
+    else:
+        peak = "unknown" if r["peak"] != r["peak"] else f"{r['peak'] / 1e12:.0f} TFLOP/s"
+        print(f"  dense bf16 peak {peak}")
+    print(f"  {'model':14s} {'ms/step':>8s} {'tok/s':>9s} {unit:>8s} {'util' if cpu else 'MFU':>6s}")
+    for name in ("tfx", "tfx compiled", "torch"):
+        k = name.replace(" ", "_")
+        if f"{k}_ms" in r:
+            util = "  n/a" if r[f"{k}_util"] != r[f"{k}_util"] else f"{100 * r[f'{k}_util']:5.1f}%"
+            label = "torch.nn.Tr." if name == "torch" else name
+            print(f"  {label:14s} {r[f'{k}_ms']:8.1f} {r[f'{k}_tok_s']:9.0f} {r[f'{k}_flop_s'] / scale:8.3g} {util:>6s}")
+    line = f"  tfx/torch speed ratio {r['ratio']:.2f}"
+    if "compiled_speedup" in r:
+        line += f"; compiled/eager {r['compiled_speedup']:.2f}×; compiled/torch {r['compiled_ratio']:.2f}"
+    print(line)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--d-model", type=int, default=128)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--layers", type=int, default=3, help="encoder layers = decoder layers")
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--length", type=int, default=32)
-    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--size", default="reverse,lm", help="comma-separated: reverse, lm (the book's), custom")
+    ap.add_argument("--d-model", type=int, default=128, help="--size custom: model width (FFN 4×)")
+    ap.add_argument("--heads", type=int, default=4, help="--size custom")
+    ap.add_argument("--layers", type=int, default=3, help="--size custom: encoder layers = decoder layers")
+    ap.add_argument("--batch", type=int, default=32, help="--size custom")
+    ap.add_argument("--length", type=int, default=32, help="--size custom")
+    ap.add_argument("--vocab", type=int, default=1000, help="--size custom")
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None, help="torch's intra-op threads (default: torch's own)")
     ap.add_argument("--device", default=None)
     ap.add_argument("--amp", choices=("bf16", "fp32"), default=None, help="default: bf16 on CUDA, fp32 on a CPU")
     ap.add_argument("--placements", default="post,pre")
     ap.add_argument("--no-compile", dest="compile", action="store_false", help="skip the compiled tfx variant")
-    ap.add_argument("--train-steps", type=int, default=30, help="steps timed for tfx.train vs a bare loop (0: skip)")
+    ap.add_argument("--train-steps", type=int, default=30,
+                    help="--size custom: steps timed for tfx.train vs a bare loop (0: skip)")
     ap.add_argument("--log-every", type=int, default=10, help="tfx.train's log_every in that comparison")
+    ap.add_argument("--profile", action="store_true", help="print the top ops of the tfx step (CPU)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with the process's CPU time, not the wall clock (a CPU shared with other work, "
                          "--threads 1)")
@@ -217,32 +362,24 @@ def main(argv=None):
     _clock = time.process_time if a.cpu_time else time.perf_counter
     if a.threads:
         torch.set_num_threads(a.threads)
-    sizes = dict(d_model=a.d_model, n_heads=a.heads, layers=a.layers, batch=a.batch, length=a.length, vocab=a.vocab)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {'CPU' if a.cpu_time else 'wall'} time; encoder–decoder {a.layers}+{a.layers} "
-          f"layers, d {a.d_model}, FFN {4 * a.d_model}, batch {a.batch} × length {a.length} "
-          f"({2 * a.batch * a.length} tokens/step)")
+    custom = dict(d_model=a.d_model, n_heads=a.heads, layers=a.layers, batch=a.batch, length=a.length, vocab=a.vocab)
+    n = torch.get_num_threads()
+    print(f"torch {torch.__version__}, {n} thread{'s' if n > 1 else ''}, {'CPU' if a.cpu_time else 'wall'} time")
     results = []
-    for p in a.placements.split(","):
-        r = bench(p, rounds=a.rounds, device=a.device, compile=a.compile, amp=a.amp, **sizes)
-        peak = "unknown" if r["peak_flops"] != r["peak_flops"] else f"{r['peak_flops'] / 1e12:.0f} TFLOP/s"
-        print(f"\n{p}: device {r['device']} (dense bf16 peak {peak}), {r['amp']}")
-        print(f"  {'model':14s} {'ms/step':>8s} {'tok/s':>9s} {'TFLOP/s':>8s} {'MFU':>6s}")
-        for name in ("tfx", "tfx compiled", "torch"):
-            k = name.replace(" ", "_")
-            if f"{k}_ms" in r:
-                mfu = "  n/a" if r[f"{k}_mfu"] != r[f"{k}_mfu"] else f"{100 * r[f'{k}_mfu']:5.1f}%"
-                label = "torch.nn.Tr." if name == "torch" else name
-                print(f"  {label:14s} {r[f'{k}_ms']:8.1f} {r[f'{k}_tok_s']:9.0f} {r[f'{k}_tflops']:8.3f} {mfu:>6s}")
-        line = f"  tfx/torch speed ratio {r['ratio']:.2f}"
-        if "compiled_speedup" in r:
-            line += f"; compiled/eager {r['compiled_speedup']:.2f}×; compiled/torch {r['compiled_ratio']:.2f}"
-        print(line)
-        if a.train_steps:
-            o = train_overhead(p, steps=a.train_steps, log_every=a.log_every, device=a.device, amp=a.amp, **sizes)
-            r["train"] = o
-            print(f"  tfx.train {o['train_steps_s']:.2f} steps/s, bare loop {o['bare_steps_s']:.2f} steps/s: "
-                  f"ratio {o['ratio']:.2f} (log_every {o['log_every']})")
-        results.append(r)
+    for size in a.size.split(","):
+        for p in a.placements.split(","):
+            kw = custom if size == "custom" else {}
+            r = bench(p, size, rounds=a.rounds, device=a.device, compile=a.compile, amp=a.amp, **kw)
+            _report(r)
+            if a.profile:
+                print(profile(p, size, cpu_time=a.cpu_time, **kw))
+            if a.train_steps and size == "custom":
+                o = train_overhead(p, steps=a.train_steps, log_every=a.log_every, device=a.device, amp=a.amp,
+                                   **custom)
+                r["train"] = o
+                print(f"  tfx.train {o['train_steps_s']:.2f} steps/s, bare loop {o['bare_steps_s']:.2f} steps/s: "
+                      f"ratio {o['ratio']:.2f} (log_every {o['log_every']})")
+            results.append(r)
     return results
 
 
