@@ -69,20 +69,20 @@ def test_colab_links_point_at_this_repository():
 
 
 # --------------------------------------------------------------------------
-# The claims appendix (book/claims.md) is generated from tfx/claims.py, the tests
+# The claims appendix (book/claims.md) is generated from tfx/book/claims.py, the tests
 # and the chapters, so it cannot drift from them.
 # --------------------------------------------------------------------------
 
 from tfx.book import claims  # noqa: E402
 
-REGENERATE = "regenerate it: python -m tfx.claims book/claims.md"
+REGENERATE = "regenerate it: python -m tfx.book.claims book/claims.md"
 
 
 def test_every_claim_id_in_the_tests_and_chapters_is_registered():
     in_tests = claims.ids_in_tests(ROOT)
     in_chapters = claims.ids_in_chapters(ROOT, kinds=("markdown", "code"))
     unknown = {i: where for i, where in {**in_chapters, **in_tests}.items() if i not in claims.BY_ID}
-    assert not unknown, f"claim ids with no entry in tfx/claims.py CLAIMS: {unknown}"
+    assert not unknown, f"claim ids with no entry in tfx/book/claims.py CLAIMS: {unknown}"
     assert in_tests, "no test_<ID>_… function found: the scan is broken"
 
 
@@ -105,6 +105,51 @@ def test_claims_page_is_generated_and_in_the_toc():
     assert "book/claims" in _toc_files()
     for c in claims.CLAIMS:
         assert f"\n## {c.id}\n" in page.read_text(encoding="utf-8")
+
+
+def test_the_claims_command_scans_the_repository_by_default():
+    """``python -m tfx.book.claims`` with no argument prints this checkout's page: every chapter
+    and every claim test found (its root was tfx/ once, which has neither)."""
+    import subprocess
+    import sys
+
+    assert claims.ROOT == ROOT
+    out = subprocess.run([sys.executable, "-m", "tfx.book.claims"], cwd=ROOT / "book", check=True,
+                         capture_output=True, text=True).stdout
+    assert out == claims.render_page(ROOT)
+    assert "{doc}`01-" in out and "in `tests/test_claims.py`" in out
+
+
+def test_the_claims_command_names_what_is_missing(tmp_path):
+    with pytest.raises(SystemExit, match="not a tfx-book checkout"):
+        claims.repository(tmp_path)
+    with pytest.raises(SystemExit, match="with none beside it"):
+        claims.repository(None)
+
+
+def test_make_test_checks_the_claims_page_and_never_rewrites_it():
+    """The staleness test above can only fail if nothing regenerates book/claims.md before it:
+    ``make test`` (and the rendered build it runs) must leave the page as committed."""
+    import subprocess
+
+    dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "CI": ""}).stdout
+    assert "tfx.book.claims" not in dry, "make test regenerates book/claims.md before the test compares it"
+    dry_book = subprocess.run(["make", "-n", "book"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert "tfx.book.claims book/claims.md" in dry_book  # `make book` is where it is regenerated
+
+
+def test_make_test_fails_when_pytest_collects_nothing():
+    text = (ROOT / "Makefile").read_text()
+    assert "-eq 5" not in text and "no tests collected" not in text, "pytest's exit 5 must stay a failure"
+
+
+def test_ci_builds_the_book_once():
+    """``make test`` already renders the book (book-rendered); .ci/run must not build it again."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.strip().startswith("#")]
+    assert sum("make book" in c or "jupyter-book" in c for c in commands) == 0, commands
+    assert "make test" in commands
 
 
 def test_claim_registry_rejects_a_malformed_id():
