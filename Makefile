@@ -8,7 +8,7 @@
 #   make colab-check    every notebook from the built wheel in a clean venv, from an empty folder (quick)
 #   make gpu-results    the GPU half: every experiment's full profile, in priority order, within BUDGET minutes
 #   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
-# Needs GNU make and Python >= 3.10 (python3); .venv is created on first use.
+# Needs GNU make and Python 3.11-3.13 (python3, or PYTHON=...); .venv is created on first use.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -32,8 +32,12 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 venv: $(STAMP)
 
 # pip's output goes to .venv/pip.log; it is shown only if pip fails.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	@echo "==> Setting up $(VENV) from requirements.txt (first use takes a minute or two)"
+	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' || { \
+	  echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the pinned" \
+	       "environment needs Python 3.11 to 3.13 (make PYTHON=python3.12 ...). The library alone" \
+	       "(pip install tfx-book) runs on 3.10 too." >&2; exit 1; }
 	@if [ ! -x $(BIN)/python ]; then \
 	  if ! $(PYTHON) -m venv $(VENV) 2>/dev/null; then \
 	    rm -rf $(VENV); \
@@ -46,7 +50,7 @@ $(STAMP): requirements.txt pyproject.toml
 	    fi; \
 	  fi; \
 	fi
-	@$(BIN)/python -m pip install -q -r requirements.txt > $(VENV)/pip.log 2>&1 \
+	@$(BIN)/python -m pip install -q -r requirements.txt -c constraints.txt > $(VENV)/pip.log 2>&1 \
 	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install -r requirements.txt failed (log: $(VENV)/pip.log)" >&2; exit 1; }
 	@$(BIN)/python -m pip install -q -e . --no-deps >> $(VENV)/pip.log 2>&1 \
 	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install -e . failed (log: $(VENV)/pip.log)" >&2; exit 1; }
