@@ -116,3 +116,19 @@ def test_reference_must_hold_a_tfx(tmp_path):
 def test_spread_takes_first_last_and_between():
     assert carry.spread(list(range(10)), 3) == [0, 4, 9]  # round(4.5) is 4: Python rounds half to even
     assert carry.spread([1, 2], 5) == [1, 2]
+
+
+def test_the_command_carries_forward(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    exp, res, f = _swept(tmp_path)
+    _stamp(f, "0123456789ab")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "tfx.sweep", str(exp), "--profile", "quick", "--results", str(res),
+                           "--carry-forward", "--sample", "1"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "4 records carried forward, 0 left stale" in done.stderr
+    assert sweep.plan(exp, "quick", res)["todo"] == []

@@ -261,6 +261,34 @@ def _carry_group(path, old, group, jobs, sample, now, reference, log) -> dict:
     return report
 
 
+def main(argv=None) -> int:
+    """``python -m tfx.sweep experiments/NAME [NAME …] --carry-forward [--profile P] [--results DIR]
+    [--sample K] [--reference DIR …]``: exit 1 when a retrained run differs from its record."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tfx.sweep … --carry-forward", description=__doc__.split("\n")[0])
+    ap.add_argument("experiments", nargs="+", metavar="experiment", help="experiments/NAME or its .toml")
+    ap.add_argument("--carry-forward", action="store_true", help="this command (how tfx.sweep hands it over)")
+    ap.add_argument("--profile", choices=("quick", "book", "full"), default=None,
+                    help="default: $TFX_PROFILE, else full with CUDA, book without")
+    ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
+    ap.add_argument("--sample", type=int, default=2, help="runs retrained per results file and older code version")
+    ap.add_argument("--reference", action="append", default=[], metavar="DIR",
+                    help="a folder holding the older tfx/ that made some records (git archive COMMIT tfx | "
+                         "tar -x -C DIR), to tell a change of code from a change of machine; repeatable")
+    args = ap.parse_args(argv)
+    try:
+        reports = [r for exp in args.experiments
+                   for r in carry_forward(exp, args.profile, args.results, args.sample, args.reference)]
+    except (ValueError, FileNotFoundError, subprocess.CalledProcessError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    stale = [r for r in reports if not r["carried"]]
+    print(f"carry-forward: {sum(r['carried'] for r in reports)} records carried forward, "
+          f"{sum(r['records'] for r in stale)} left stale", file=sys.stderr)
+    return 1 if any(r["differ"] for r in reports) else 0
+
+
 def _cuda() -> bool:
     import torch
 

@@ -544,7 +544,7 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
 
 def main(argv=None) -> int:
     """``python -m tfx.sweep experiments/NAME [NAME …] [--profile P] [--jobs N] [--shard I/N]
-    [--results DIR] [--budget-minutes M] [--fixture] [--carry-forward [--sample K]]``"""
+    [--results DIR] [--budget-minutes M] [--fixture]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("experiments", nargs="+", metavar="experiment",
                     help="experiments/NAME or experiments/NAME.toml; several run in the order given")
@@ -560,15 +560,6 @@ def main(argv=None) -> int:
                          "start no run that is not expected to finish within M minutes; rerun to continue")
     ap.add_argument("--fixture", action="store_true",
                     help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
-    ap.add_argument("--carry-forward", action="store_true",
-                    help="train nothing new: retrain a sample of the records made by older training code and, "
-                         "where they match bit for bit, re-stamp those records as current (tfx.runs.carry)")
-    ap.add_argument("--reference", action="append", default=[], metavar="DIR",
-                    help="with --carry-forward: a folder holding the older tfx/ that made some records "
-                         "(git archive COMMIT tfx | tar -x -C DIR), to tell a change of code from a change of "
-                         "machine; repeat for several code versions")
-    ap.add_argument("--sample", type=int, default=2,
-                    help="with --carry-forward: runs retrained per results file and older code version (default 2)")
     args = ap.parse_args(argv)
     from .experiment import Experiment
     from .profiles import get_profile
@@ -586,15 +577,6 @@ def main(argv=None) -> int:
                     if index % n == i:
                         print((f"{exp.name}  " if len(exps) > 1 else "") + f"{index:4d}  {run.label}  seed {run.seed}")
             return 0
-        if args.carry_forward:
-            from .carry import carry_forward
-
-            reports = [r for exp in exps
-                       for r in carry_forward(exp, args.profile, args.results, args.sample, args.reference)]
-            stale = [r for r in reports if not r["carried"]]
-            print(f"carry-forward: {sum(r['carried'] for r in reports)} records carried forward, "
-                  f"{sum(r['records'] for r in stale)} left stale", file=sys.stderr)
-            return 1 if any(r["differ"] for r in reports) else 0
         deadline = step_seconds = None
         if args.budget_minutes is not None:
             step_seconds = print_plan(exps, args)
