@@ -218,3 +218,13 @@ def build_model(cfg: ModelConfig | None = None, batch: Batch | None = None, seed
     model = Transformer(cfg)
     initialize(model, cfg.init, batch=batch)
     return model
+
+
+def build_scheme(scheme: str, task, n_enc: int, n_dec: int, batch: Batch | None = None, seed: int | None = 0,
+                 **kw) -> Transformer:
+    """A fresh model of ``scheme`` (a key of :data:`tfx.nn.config.SCHEMES`) for ``task``:
+    ``n_enc`` encoder and ``n_dec`` decoder layers (``ModelConfig.for_scheme``; 0: no such
+    stack), sizes from ``kw`` (e.g. ``P.model_kwargs()``). ``batch`` feeds Admin's profiling
+    pass; the other initialisers do not look at it. The one builder the theory and the
+    book use."""
+    return build_model(ModelConfig.for_scheme(scheme, task, n_enc, n_dec, **kw), batch=batch, seed=seed)
