@@ -43,3 +43,15 @@ def test_a_scheme_is_named_once_and_unknown_names_are_refused():
     cfg = config.ModelConfig.for_scheme("dyt", TASK, 0, 2, dyt_alpha=0.3, **SIZES)
     assert (cfg.norm, cfg.dyt_alpha, cfg.kind) == ("dyt", 0.3, "decoder")  # keywords join the scheme's options
 
+
+def test_one_spelling_of_a_precision_and_torchs_name_derived_from_it():
+    """'bf16', 'fp16', 'fp32' (AMP_DTYPES) are the names; torch's dtype and its name
+    ('bfloat16', what a Record records) come from them."""
+    import torch
+
+    assert [config.torch_dtype(n) for n in config.AMP_DTYPES] == [torch.bfloat16, torch.float16, torch.float32]
+    assert [config.autocast_dtype(n) for n in config.AMP_DTYPES] == [torch.bfloat16, torch.float16, None]
+    assert [str(config.torch_dtype(n)).removeprefix("torch.") for n in config.AMP_DTYPES] == [
+        "bfloat16", "float16", "float32"]
+    with pytest.raises(ValueError, match="amp_dtype='bfloat16' is not allowed"):
+        config.torch_dtype("bfloat16")

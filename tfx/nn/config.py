@@ -73,6 +73,19 @@ WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
 
+_TORCH_DTYPES = dict(zip(AMP_DTYPES, (torch.bfloat16, torch.float16, torch.float32)))
+
+
+def torch_dtype(amp_dtype: str) -> torch.dtype:
+    """The torch dtype of a precision named in :data:`AMP_DTYPES` ('bf16' → torch.bfloat16)."""
+    return _TORCH_DTYPES[_check_choice("amp_dtype", amp_dtype, AMP_DTYPES)]
+
+
+def autocast_dtype(amp_dtype: str) -> torch.dtype | None:
+    """The dtype ``torch.autocast`` runs ``amp_dtype`` in; None for 'fp32' (no autocast)."""
+    return None if amp_dtype == "fp32" else torch_dtype(amp_dtype)
+
+
 # ----------------------------------------------------------------------------- rules
 # A check takes (name, value, ...), raises ValueError or returns the value to store.
 
