@@ -72,6 +72,10 @@ SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
 WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
+# The stride between the random streams of consecutive seeds (a task's batches, a corpus's epochs,
+# the theory's Gaussian inputs; tfx.runs.train's DATA_STREAM): a prime, not a power of two, since
+# torch's CPU generator keeps only the low 32 bits of a seed (2**32 would give every seed one stream).
+SEED_STRIDE = 1_000_003
 
 _TORCH_DTYPES = dict(zip(AMP_DTYPES, (torch.bfloat16, torch.float16, torch.float32)))
 
