@@ -245,7 +245,7 @@ def test_AD_1_admin_beta_diag_is_one_over_i_and_tracks_pre_ln():
     assert 1 / 3 <= gm <= 3
     v = np.concatenate([[dep["input_var"]], dep["branch_var"]])  # the embedding is branch 0
     np.testing.assert_allclose(b2, v[1:] / np.cumsum(v)[1:], rtol=0.2)
-    ch = {s: np.mean([change.output_change(change.build_scheme(s, _AM_TASK, 12, batch=batch, seed=k, **_AM_SIZES),
+    ch = {s: np.mean([change.output_change(tfx.build_scheme(s, _AM_TASK, 12, 0, batch=batch, seed=k, **_AM_SIZES),
                                            batch, seed=k) for k in (0, 1)]) for s in ("post", "pre", "admin")}
     assert ch["admin"] < 1.5 * ch["pre"] and ch["admin"] < 0.5 * ch["post"]
 
@@ -402,7 +402,7 @@ def test_RZ_1_rezero_is_the_identity_at_init():
     batch = _AM_TASK.batch(0, 16)
     for n in (1, 3, 6):
         for seed in (0, 1):
-            m = scaling.build("rezero", _AM_TASK, n, seed=seed, **_AM_SIZES)
+            m = tfx.build_scheme("rezero", _AM_TASK, n, n, seed=seed, **_AM_SIZES)
             assert scaling.identity_gap(m, batch) == {"encoder": 0.0, "decoder": 0.0}
             with torch.no_grad():
                 tgt_in = batch.tgt[:, :-1]
@@ -414,7 +414,7 @@ def test_RZ_1_rezero_is_the_identity_at_init():
     with torch.no_grad():
         m.encoder.layers[0].ffn.alpha.fill_(1e-3)
     assert scaling.identity_gap(m, batch)["encoder"] > 1e-4
-    post = scaling.build("xavier", _AM_TASK, 3, **_AM_SIZES)
+    post = tfx.build_scheme("post", _AM_TASK, 3, 3, **_AM_SIZES)
     assert min(scaling.identity_gap(post, batch).values()) > 0.1
 
 
@@ -424,12 +424,12 @@ def test_RZ_1_rezero_trains_where_post_ln_collapses():
     learn, ReZero learned and ends ≥ 1 nat below it. Liu et al.'s BLEU cost and fp16
     divergence are not testable at this scale (the chapter says so)."""
     runs = {}
-    for s in ("xavier", "rezero"):
-        m = tfx.build_model(scaling.scheme_config(s, _AM_TASK, 6, d_model=32, n_heads=4, d_ffn=128), seed=0)
+    for s in ("post", "rezero"):
+        m = tfx.build_scheme(s, _AM_TASK, 6, 6, d_model=32, n_heads=4, d_ffn=128, seed=0)
         runs[s] = tfx.train(m, _AM_TASK, steps=300, lr=3e-3, batch_size=16, record_updates=False)
-    assert runs["xavier"].status == "did not learn"
+    assert runs["post"].status == "did not learn"
     assert runs["rezero"].status == "learned"
-    assert runs["rezero"].eval_loss[-1] < runs["xavier"].eval_loss[-1] - 1.0
+    assert runs["rezero"].eval_loss[-1] < runs["post"].eval_loss[-1] - 1.0
 
 
 def test_DN_1_alpha_beta_follow_the_papers_formula():
@@ -476,18 +476,18 @@ def test_DN_1_output_change_stays_small_with_depth():
     def rel(scheme, n, kind):
         vals = []
         for seed in (0, 1):
-            m = scaling.build(scheme, _AM_TASK, n, 0, seed=seed, **_AM_SIZES)
+            m = tfx.build_scheme(scheme, _AM_TASK, n, 0, seed=seed, **_AM_SIZES)
             with torch.no_grad():
                 f2 = float(change.stack_output(m, batch).pow(2).sum(-1).mean())
             vals.append(change.output_change(m, batch, kind, lr=1e-5, seed=seed) / f2)
         return float(np.mean(vals))
 
-    adam = {s: [rel(s, n, "adam") for n in (4, 16)] for s in ("xavier", "pre", "deepnorm")}
-    assert adam["deepnorm"][1] < adam["xavier"][1] / 50 and adam["deepnorm"][1] < adam["pre"][1] / 10
-    assert adam["deepnorm"][1] / adam["deepnorm"][0] < 0.25 * adam["xavier"][1] / adam["xavier"][0]
-    rnd = {s: [rel(s, n, "random") for n in (4, 16)] for s in ("xavier", "deepnorm")}
+    adam = {s: [rel(s, n, "adam") for n in (4, 16)] for s in ("post", "pre", "deepnorm")}
+    assert adam["deepnorm"][1] < adam["post"][1] / 50 and adam["deepnorm"][1] < adam["pre"][1] / 10
+    assert adam["deepnorm"][1] / adam["deepnorm"][0] < 0.25 * adam["post"][1] / adam["post"][0]
+    rnd = {s: [rel(s, n, "random") for n in (4, 16)] for s in ("post", "deepnorm")}
     assert rnd["deepnorm"][1] <= 1.5 * rnd["deepnorm"][0]
-    assert rnd["xavier"][1] >= 2 * rnd["xavier"][0]
+    assert rnd["post"][1] >= 2 * rnd["post"][0]
 
 # ============================================================== WU-1 … WU-3, AD-3 (training)
 # These read the recorded CPU sweeps of the book profile (results/NAME.book.jsonl, made by
@@ -687,8 +687,7 @@ def test_DY_1_dyt_jacobian_bounded_and_large_alpha_saturates_at_init():
     alphas = (0.05, 0.5, 2.0, 10.0)
     mean_share = []
     for alpha in alphas:
-        cfg = norms.lm_config(dict(placement="pre", norm="dyt", dyt_alpha=alpha), task, 4,
-                              d_model=64, n_heads=4, d_ffn=256)
+        cfg = tfx.ModelConfig.for_scheme("dyt", task, 0, 4, dyt_alpha=alpha, d_model=64, n_heads=4, d_ffn=256)
         shares = []
         for seed in (0, 1):
             for x_in, a in norms.dyt_inputs(tfx.build_model(cfg, seed=seed), batch).values():
@@ -713,15 +712,15 @@ def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqr
     batch = task.batch(0, 16)
     kw = dict(d_model=64, n_heads=4, d_ffn=256)
     layers = np.arange(1, 9)
-    stream = {name: np.mean([norms.placement_diagnostics(norms.PLACEMENTS[name], 8, task, batch, seed=s,
-                                                         **kw)["stream"] for s in (0, 1)], axis=0)
-              for name in ("Pre-LN", "Peri-LN", "output-norm", "Pre-LN, 1/√ℓ")}
-    slope_pre, _, r2_pre = fit.fit_linear(layers, stream["Pre-LN"])
+    stream = {name: np.mean([norms.placement_diagnostics(name, 8, task, batch, seed=s, **kw)["stream"]
+                             for s in (0, 1)], axis=0)
+              for name in ("pre", "peri-ln", "output-norm", "ln-scaling")}
+    slope_pre, _, r2_pre = fit.fit_linear(layers, stream["pre"])
     assert slope_pre > 0.5 and r2_pre > 0.95
-    for name in ("Peri-LN", "output-norm"):
+    for name in ("peri-ln", "output-norm"):
         slope = fit.fit_linear(layers, stream[name])[0]
         assert 1.6 < slope < 2.4 and slope >= slope_pre, name
-    assert stream["Pre-LN, 1/√ℓ"][-1] < 0.5 * stream["Pre-LN"][-1]
+    assert stream["ln-scaling"][-1] < 0.5 * stream["pre"][-1]
 
 
 

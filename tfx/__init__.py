@@ -25,7 +25,7 @@ from . import nn, runs, theory
 from .nn.batch import Batch
 from .nn.config import ModelConfig, TrainConfig
 from .nn.init import initialize, reparameterize_admin
-from .nn.model import Transformer, build_model
+from .nn.model import Transformer, build_model, build_scheme
 from .runs.corpus import load_corpus
 from .runs.data import load_task, synthetic
 from .runs.profiles import get_profile
@@ -33,5 +33,5 @@ from .runs.train import History, train
 
 __version__ = "0.1.0"
 
-__all__ = ["Batch", "History", "ModelConfig", "TrainConfig", "Transformer", "build_model", "get_profile",
+__all__ = ["Batch", "History", "ModelConfig", "TrainConfig", "Transformer", "build_model", "build_scheme", "get_profile",
            "initialize", "load_corpus", "load_task", "reparameterize_admin", "synthetic", "train"]

@@ -86,15 +86,18 @@ def test_init_diagnostics_explorer():
     """Chapter 10's explorer over a grid of tfx.theory.scaling.init_diagnostics."""
     import tfx
     from tfx.book import widgets
+    from tfx.book.plot import LABELS
     from tfx.theory import scaling
 
     task = tfx.synthetic("reverse", length=8)
     sizes = dict(d_model=32, n_heads=4, d_ffn=64)
-    grid = scaling.init_diagnostics_grid(("xavier", "deepnorm"), (1, 2), task, task.batch(0, 8), seeds=2, **sizes)
+    grid = scaling.init_diagnostics_grid(("post", "deepnorm"), (1, 2), task, task.batch(0, 8), seeds=2, **sizes)
     ex = widgets.init_diagnostics_explorer(grid, tfx.get_profile("quick"))
-    assert ex.controls == {"scheme": ["xavier", "deepnorm"], "depth": [1, 2]}
-    assert ex.default == {"scheme": "deepnorm", "depth": 2}
-    beta, grads, change = ex.compute(scheme="deepnorm", depth=2)
+    assert ex.controls == {"init": ["xavier", "deepnorm"], "depth": [1, 2]}  # initialisers, on their schemes
+    assert ex.default == {"init": "deepnorm", "depth": 2}
+    beta, grads, change = ex.compute(init="deepnorm", depth=2)
     assert np.array_equal(beta.heatmap, grid["deepnorm", 2][0].beta, equal_nan=True)
-    assert set(change.lines) == {scaling.LABELS["xavier"], scaling.LABELS["deepnorm"]}  # 'pre' is not in this grid
-    assert change.styles[scaling.LABELS["deepnorm"]] == "bold"
+    assert set(change.lines) == {LABELS["post"], LABELS["deepnorm"]}  # 'pre' is not in this grid
+    assert change.styles[LABELS["deepnorm"]] == "bold"
+    _, _, xavier = ex.compute(init="xavier", depth=1)
+    assert xavier.styles[LABELS["post"]] == "bold"  # Xavier is shown on Post-LN

@@ -25,3 +25,24 @@ def test_figure_task_overrides_the_stamped_task():
     text = _stamp_text(fig)
     assert "task: libreoffice-en" in text and f"task: {P.task}" not in text
     assert f"profile: {P.name}" in text and f"device: {P.device}" in text
+
+
+def test_every_scheme_has_one_label_and_chapter_10s_a_colour():
+    """The book names the schemes of tfx.nn.config.SCHEMES (the same keys, one label each)."""
+    from tfx.book import widgets
+    from tfx.nn.config import SCHEMES
+
+    assert plot.LABELS.keys() == SCHEMES.keys()
+    assert len(set(plot.LABELS.values())) == len(plot.LABELS)
+    assert all(s in plot.COLORS for s in widgets.INIT_DIAGNOSTICS.values())
+
+
+def test_chapter_10s_explorer_offers_initialisers_each_on_its_scheme():
+    """The explorer's choices are initialisers (a subset of tfx.nn.config.INITS), each shown on
+    a scheme whose init it is."""
+    from tfx.book import widgets
+    from tfx.nn.config import INITS, SCHEMES, ModelConfig
+
+    assert set(widgets.INIT_DIAGNOSTICS) <= set(INITS)
+    for init, scheme in widgets.INIT_DIAGNOSTICS.items():
+        assert ModelConfig(**SCHEMES[scheme]).init == init

@@ -68,10 +68,10 @@ def test_record_branches_recombines_to_the_next_input():
     assert all(r.hook is None for _, r in m.residuals())
 
 
-def test_stack_name_and_describe():
+def test_stack_name_and_sublayer_labels():
     m = _model()
     assert hooks.stack_name(m, None) == "decoder" and hooks.stack_name(m, "encoder") == "encoder"
     with pytest.raises(ValueError, match="stack='middle'"):
         hooks.stack_name(m, "middle")
-    d = hooks.describe(["layers.0.self_attn", "layers.2.cross_attn", "layers.2.ffn"])
+    d = hooks.sublayer_labels(["layers.0.self_attn", "layers.2.cross_attn", "layers.2.ffn"])
     assert d["kinds"] == ["self-attn", "cross-attn", "ffn"] and list(d["layer"]) == [1, 3, 3]

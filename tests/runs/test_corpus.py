@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tfx.runs.corpus import (CorpusChecksumError, TranslationTask, bleu, corpus_dir, load_corpus,
-                        load_iwslt14, parse_iwslt_parquet, read_pairs, verify_corpus)
+from tfx.runs.corpus import (IWSLT14_NAME, CorpusChecksumError, TranslationTask, bleu, corpus_dir, load_corpus,
+                        load_iwslt14, load_iwslt14_task, parse_iwslt_parquet, read_pairs, verify_corpus)
 from tfx.nn.batch import BOS, EOS, PAD
 from tfx.runs.lm import CHECKSUMS
 
@@ -193,6 +193,8 @@ def test_bpe_cache_hit_and_deterministic(task, cache, tmp_path, monkeypatch):
 def test_bad_arguments(task):
     with pytest.raises(ValueError, match="name="):
         load_corpus("wmt14")
+    with pytest.raises(ValueError, match="load_iwslt14_task"):  # IWSLT'14 is not a shipped corpus
+        load_corpus("iwslt14-de-en")
     with pytest.raises(ValueError, match="split="):
         task.batch(0, 4, "dev")
     with pytest.raises(ValueError, match="split="):
@@ -259,7 +261,8 @@ def test_iwslt_loader_plumbing_without_network(monkeypatch, tmp_path):
     assert len(load_iwslt14("valid")) == 5
     assert calls == [("bbaaaa/iwslt14-de-en-preprocess", "de-en/validation/0000.parquet",
                       "dataset", "refs/convert/parquet")]
-    t = load_corpus("iwslt14-de-en", vocab_size=60, cache_dir=tmp_path, max_len=32)
+    t = load_iwslt14_task(vocab_size=60, cache_dir=tmp_path, max_len=32)
+    assert t.name == IWSLT14_NAME == "iwslt14-de-en"  # History.task of an IWSLT'14 run
     assert t.size("train") == t.size("test") == 5 and t.tgt_vocab == 60
     assert t.batch(0, 3).src.shape[0] == 3
 

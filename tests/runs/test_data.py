@@ -52,3 +52,31 @@ def test_batches_by_token_count():
     assert b.tgt.shape == (8, 8) and torch.equal(b.src, t.batch(2, 8).src)
     with pytest.raises(ValueError, match="batch_size or max_tokens"):
         t.batch(0)
+
+
+def test_every_task_name_resolves_through_one_registry(monkeypatch):
+    """tfx.runs.data.TASKS is the one list of task names: load_task loads each (IWSLT'14's
+    download stubbed), the shipped corpora are among them, and IWSLT'14's own task.name ('iwslt14-de-en', what its History records) is refused as a
+    name to load by, with a hint."""
+    from tfx.runs import corpus, data, lm
+
+    assert set(corpus.CORPORA) <= set(data.TASKS) and lm.NAME in data.TASKS
+    loaded = {}
+    monkeypatch.setattr(corpus, "load_iwslt14_task", lambda seed=0: loaded.setdefault("iwslt14", seed))
+    monkeypatch.setattr(corpus, "load_corpus", lambda name, seed=0: loaded.setdefault(name, seed))
+    monkeypatch.setattr(lm, "load_lm_corpus", lambda seed=0: loaded.setdefault(lm.NAME, seed))
+    for name in data.TASKS:
+        task = data.load_task(name, seed=3)
+        assert loaded.get(name) == 3 or task.name.startswith(name.split("-")[0])
+    assert set(loaded) == {"iwslt14", lm.NAME, *corpus.CORPORA}  # the rest are synthetic
+    with pytest.raises(ValueError, match="load it as 'iwslt14'"):
+        data.load_task(corpus.IWSLT14_NAME)
+
+
+def test_one_seed_stride_for_every_stream():
+    """The prime between seeds' streams is tfx.nn.config.SEED_STRIDE everywhere; the trainer's
+    DATA_STREAM (batches of one data seed) must stay the same number."""
+    from tfx.nn.config import SEED_STRIDE
+    from tfx.runs import train
+
+    assert SEED_STRIDE == train.DATA_STREAM == 1_000_003

@@ -74,3 +74,10 @@ def test_other_profiles_name_their_task_and_never_look_for_iwslt(hub, monkeypatc
     for name in ("quick", "book"):
         P = tfx.get_profile(name)
         assert P.task == "reverse" and str(P) == f"profile: {name} · device: {P.device} · task: reverse"
+
+
+def test_the_profile_device_is_pick_devices_choice():
+    """One place chooses the device (tfx.nn.optim.pick_device); a profile shows its choice."""
+    from tfx.nn.optim import pick_device
+
+    assert tfx.get_profile("quick").device == str(pick_device())

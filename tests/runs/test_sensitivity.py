@@ -34,10 +34,13 @@ def test_summarize_reads_recorded_runs_per_seed(tmp_path):
     s = sensitivity.summarize(one)
     assert s["lrs"] == [1e-3, 1e-2] and set(s["per_seed"]) == {0}
     seed = s["per_seed"][0]
-    finals = [sensitivity.final_loss(r) for r in one]
+    finals = [sensitivity.curve_loss(r) for r in one]
     assert seed["best"] == min(finals) and seed["start"] == one[0].history.loss[0]
     assert seed["sensitivity"] == pytest.approx(sensitivity.lr_sensitivity([1e-3, 1e-2], finals, seed["start"]))
-    assert all(sensitivity.best_loss(r) <= sensitivity.final_loss(r) for r in one)
+    assert all(sensitivity.best_eval_loss(r) <= sensitivity.curve_loss(r) for r in one)
+    # held-out, not Record.final_loss (the training loss): one name each, never both 'final_loss'
+    assert finals == [r.history.eval_loss[-1] for r in one] != [r.final_loss for r in one]
+    assert not hasattr(sensitivity, "final_loss")
     assert seed["learned_lrs"] == sorted(r.train_config.lr for r in one if r.status == "learned")
     assert sensitivity.windows(one) == {0: len(seed["learned_lrs"])}
     assert sensitivity.median_curve(one) == ([1e-3, 1e-2], finals)  # one seed: its own curve

@@ -84,11 +84,7 @@ def test_max_output_difference():
 
 def test_output_change_sweep_of_decoder_only_models():
     """``stack="decoder"`` builds decoder-only LMs (no encoder, causal), so the numbers differ
-    from the encoders' of the same depth and seed; a bad stack or an n_dec beside
-    ``decoder_only`` is refused by name."""
-    m = change.build_scheme("pre", TASK, 3, decoder_only=True, **SIZES)
-    assert (m.cfg.n_enc, m.cfg.n_dec, m.cfg.kind) == (0, 3, "decoder")
-    assert change.build_scheme("pre", TASK, 3, **SIZES).cfg.kind == "encoder"
+    from the encoders' of the same depth and seed; a bad stack is refused by name."""
     dec = change.output_change_sweep(TASK, (1, 2), schemes=("post",), seeds=1, batch_size=8, stack="decoder", **SIZES)
     enc = change.output_change_sweep(TASK, (1, 2), schemes=("post",), seeds=1, batch_size=8, **SIZES)
     assert dec["post"].shape == (2, 1) and (dec["post"] > 0).all()
@@ -96,8 +92,12 @@ def test_output_change_sweep_of_decoder_only_models():
                                                                           enc["sum_beta_sq"]["post"])
     with pytest.raises(ValueError, match="stack='both'"):
         change.output_change_sweep(TASK, (1,), stack="both", **SIZES)
-    with pytest.raises(ValueError, match="n_dec=2"):
-        change.build_scheme("pre", TASK, 3, n_dec=2, decoder_only=True, **SIZES)
+
+
+def test_perturbation_seed_is_the_init_seed_plus_a_fixed_offset():
+    """The random δ of a model from seed s comes from seed 1000 + s (every AM-2, DN-1, PL-1 sweep)."""
+    assert change.PERTURBATION_SEED == 1000
+    assert [change.perturbation_seed(s) for s in (0, 1, 7)] == [1000, 1001, 1007]
 
 
 def test_depth_laws_hold_for_theorem_2s_shapes_and_fail_otherwise():

@@ -38,7 +38,7 @@ def test_saturated_share_gaussian_matches_monte_carlo():
 
 def test_dyt_saturation_reads_every_dyt_module(task_batch):
     task, batch = task_batch
-    cfg = norms.lm_config(dict(placement="pre", norm="dyt", dyt_alpha=3.0), task, 2, **SMALL)
+    cfg = tfx.ModelConfig.for_scheme("dyt", task, 0, 2, dyt_alpha=3.0, **SMALL)
     model = tfx.build_model(cfg)
     shares = norms.dyt_saturation(model, batch)
     assert len(shares) == 2 * 2 + 1  # two per layer, the final norm
@@ -48,13 +48,14 @@ def test_dyt_saturation_reads_every_dyt_module(task_batch):
         assert shares[name] == norms.saturated_share(x, a)
     assert all(0 < s < 1 for s in shares.values())
     with pytest.raises(ValueError, match="no DyT"):
-        norms.dyt_saturation(tfx.build_model(norms.lm_config({}, task, 1, **SMALL)), batch)
+        norms.dyt_saturation(tfx.build_scheme("pre", task, 0, 1, **SMALL), batch)
 
 
 def test_placement_diagnostics_post_ln_stream_is_normalised_pre_ln_grows(task_batch):
     task, batch = task_batch
-    post = norms.placement_diagnostics(norms.PLACEMENTS["Post-LN"], 4, task, batch, **SMALL)
-    pre = norms.placement_diagnostics(norms.PLACEMENTS["Pre-LN"], 4, task, batch, **SMALL)
+    post = norms.placement_diagnostics("post", 4, task, batch, **SMALL)
+    pre = norms.placement_diagnostics("pre", 4, task, batch, **SMALL)
+    assert post["stream"].shape == (4,)  # a decoder-only LM of 4 layers
     assert post["stream"] == pytest.approx(np.ones(4), abs=1e-3)
     assert np.all(np.diff(pre["stream"]) > 0)
     assert set(pre) == {"stream", "grad_ratio", "rel_change"}
@@ -63,10 +64,9 @@ def test_placement_diagnostics_post_ln_stream_is_normalised_pre_ln_grows(task_ba
 
 def test_branch_multipliers_apply_the_schemes_factors(task_batch):
     task, batch = task_batch
-    rz = norms.depth_multipliers(norms.DEPTH_SCHEMES["ReZero"], 3, task, batch, **SMALL)
+    rz = norms.depth_multipliers("rezero", 3, task, batch, **SMALL)
     assert np.all(rz == 0)  # α = 0: the branch is switched off
-    cfg = norms.lm_config(norms.DEPTH_SCHEMES["DeepNorm"], task, 3, **SMALL)
-    model = tfx.build_model(cfg)
+    model = tfx.build_scheme("deepnorm", task, 0, 3, **SMALL)
     got = norms.branch_multipliers(model, batch)
     with tfx.nn.hooks.record_branches(model) as rec, torch.no_grad():
         model.eval()
@@ -80,13 +80,22 @@ def test_branch_multipliers_apply_the_schemes_factors(task_batch):
 def test_depth_factor_matches_the_constants_and_their_exponents():
     N = np.array([2, 6, 12, 24, 100])
     dn = [constants.deepnorm_constants(0, int(n))["decoder"] for n in N]
-    assert norms.depth_factor("DeepNorm", N) == pytest.approx([c["beta"] ** 2 / c["alpha"] for c in dn])
-    assert norms.depth_factor("T-Fixup", N) == pytest.approx((9 * N) ** -0.5)
-    assert fit.fit_loglog(N, norms.depth_factor("DeepNorm", N))[0] == pytest.approx(-0.75)
-    assert fit.fit_loglog(N, norms.depth_factor("depth-μP", N))[0] == pytest.approx(-0.5)
-    assert np.all(norms.depth_factor("ReZero", N) == 0)
+    assert norms.depth_factor("deepnorm", N) == pytest.approx([c["beta"] ** 2 / c["alpha"] for c in dn])
+    assert norms.depth_factor("t-fixup", N) == pytest.approx((9 * N) ** -0.5)
+    assert fit.fit_loglog(N, norms.depth_factor("deepnorm", N))[0] == pytest.approx(-0.75)
+    assert fit.fit_loglog(N, norms.depth_factor("depth-mup", N))[0] == pytest.approx(-0.5)
+    assert np.all(norms.depth_factor("rezero", N) == 0)
     # LayerNorm scaling is not a power law: its local slope steepens past −0.5 and drifts
-    k = np.diff(np.log(norms.depth_factor("Pre-LN, 1/√ℓ", N))) / np.diff(np.log(N))
+    k = np.diff(np.log(norms.depth_factor("ln-scaling", N))) / np.diff(np.log(N))
     assert np.all(k < -0.5) and np.ptp(k) > 0.02
     with pytest.raises(ValueError, match="scheme"):
         norms.depth_factor("nope", N)
+
+
+def test_chapter_15s_schemes_are_schemes_of_the_model_wing():
+    """The placements and depth scalings compared are keys of tfx.nn.config.SCHEMES (one
+    registry), and every depth scheme has a derived factor."""
+    assert set(norms.PLACEMENT_SCHEMES) <= set(tfx.nn.config.SCHEMES)
+    assert set(norms.DEPTH_SCHEMES) <= set(tfx.nn.config.SCHEMES)
+    for s in norms.DEPTH_SCHEMES:
+        assert norms.depth_factor(s, np.array([2.0, 4.0])).shape == (2,)

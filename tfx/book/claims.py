@@ -185,7 +185,7 @@ CLAIMS = [
           "diverge in fp16.",
           ("10-rezero-deepnorm", "identity at init: largest |F(x₀) − x₀| {rz_gap_enc} (encoder), {rz_gap_dec} "
                                  "(decoder); trained {tr_steps} steps without warmup at {tr_deep} layers: ReZero "
-                                 "{tr_rezero_statuses} (Post-LN {tr_xavier_statuses}); the BLEU cost and fp16 "
+                                 "{tr_rezero_statuses} (Post-LN {tr_post_statuses}); the BLEU cost and fp16 "
                                  "divergence are not testable on a CPU")),
     Claim("DN-1", "wang2022deepnet", "DeepNorm",
           "DeepNorm: x ← LN(αx + f(x)) with α and a down-scaling of some initial weights set from the depth.",

@@ -19,6 +19,14 @@ COLORS = {
     "deepnorm": "#ff7f0e", "none": "#7f7f7f", "t-fixup": "#8c564b", "lipschitz": "#e377c2",
     "adam": "#1f77b4", "sgd": "#d62728",
 }
+# How a figure names each scheme of tfx.nn.config.SCHEMES (the same keys).
+LABELS = {
+    "post": "Post-LN (Xavier)", "pre": "Pre-LN (Xavier)", "admin": "Admin",
+    "admin-profiling-free": "Admin (profiling-free)", "t-fixup": "T-Fixup (no LN)",
+    "lipschitz": "Lipschitz (Post-LN)", "rezero": "ReZero", "deepnorm": "DeepNorm",
+    "peri-ln": "Peri-LN", "output-norm": "output-norm", "sub-ln": "Sub-LN",
+    "ln-scaling": "Pre-LN, 1/√ℓ", "dyt": "Pre-DyT", "depth-mup": "depth-μP",
+}
 STATUS_MARKERS = {"diverged": "x", "did not learn": "v"}
 
 STYLE = {

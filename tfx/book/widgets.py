@@ -4,56 +4,21 @@ Every explorer is a ``tfx.book.explorer.Explorer`` (controls, each a small list 
 and a ``compute(**state)`` returning ``Panel``s of plain numbers): live ipywidgets under
 a kernel, every state precomputed into a Vega-Lite chart in the HTML book. How to
 declare one: the docstring of ``tfx.book.explorer``.
-
-``_panel``/``control`` are the older, kernel-only ipywidgets helper (the HTML shows
-only their default state); new explorers should be Explorers.
 """
 from __future__ import annotations
 
-import ipywidgets as W
-import matplotlib.pyplot as plt
 import numpy as np
 
+from ..nn.config import ModelConfig, TrainConfig
+from ..nn.model import build_scheme
 from ..runs import outcome
 from .explorer import Explorer, Panel
+from .plot import LABELS, color
 
 __all__ = ["Explorer", "Panel", "init_diagnostics_explorer", "why_hard_explorer", "training_explorer", "layernorm_jacobian_explorer",
            "gradients_at_init_explorer", "amplification_explorer"]
 
 SCHEME_LABELS = {"post": "post-LN", "pre": "pre-LN", "admin": "admin (Post-LN + ω)"}
-
-
-def _panel(controls: list, run, button: str | None = None, live: bool = False):
-    """Kernel-only explorer (older helper): controls above an Output area. ``run(**values)``
-    draws into the output; it runs once now (the default state), then on every button press
-    (or every change when ``live``). In the HTML book only that default state is shown:
-    prefer ``Explorer``."""
-    out = W.Output()
-    values = lambda: {c.description_key: c.value for c in controls}  # noqa: E731
-
-    def redraw(*_):
-        out.clear_output(wait=True)
-        with out:
-            run(**values())
-            plt.show()
-
-    box = list(controls)
-    if button:
-        b = W.Button(description=button, button_style="primary")
-        b.on_click(redraw)
-        box.append(b)
-    if live:
-        for c in controls:
-            c.observe(redraw, names="value")
-    redraw()
-    return W.VBox([W.HBox(box[:3]), W.HBox(box[3:]), out]) if len(box) > 3 else W.VBox([W.HBox(box), out])
-
-
-def control(kind, key: str, description: str, **kw):
-    """A widget whose value is passed to ``_panel``'s ``run`` as keyword ``key``."""
-    w = kind(description=description, style={"description_width": "initial"}, **kw)
-    w.description_key = key
-    return w
 
 
 def _ln_profile(P):
@@ -87,11 +52,18 @@ class _Runs:
 
     def get(self, placement, init, depth, lr, warmup=0):
         """The Record of one run; raises the library's ValueError for a refused setting."""
-        from ..nn.config import ModelConfig, TrainConfig
-        from ..runs.sweep import run_one
-
         cfg = ModelConfig.for_task(self.task, n_enc=depth, n_dec=depth, placement=placement, init=init,
                                    **self.P.model_kwargs(train=True))
+        return self._record(cfg, lr, warmup)
+
+    def scheme(self, scheme, depth, lr, warmup=0):
+        """The Record of one run of ``scheme`` (a key of tfx.nn.config.SCHEMES), N+N layers."""
+        cfg = ModelConfig.for_scheme(scheme, self.task, depth, depth, **self.P.model_kwargs(train=True))
+        return self._record(cfg, lr, warmup)
+
+    def _record(self, cfg, lr, warmup):
+        from ..runs.sweep import run_one
+
         tc = TrainConfig(steps=self.steps, batch_size=self.P.batch_size, lr=lr, warmup=warmup,
                          device=self.P.device, record_updates=False, seed=0)
         k = self.key(cfg, tc)
@@ -155,12 +127,12 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
             if (placement, init) not in scheme:  # ask the library: it explains why not
                 runs.get(placement, init, depth, lr)
             sch = scheme[(placement, init)]
-            rec = runs.get(*change.SCHEMES[sch], depth, lr)
+            rec = runs.scheme(sch, depth, lr)
         except ValueError as e:
             return _refused(e, 3)
         lines, styles = {}, {}
         for other in ("post", "pre", "admin"):
-            r = rec if other == sch else runs.get(*change.SCHEMES[other], depth, lr)
+            r = rec if other == sch else runs.scheme(other, depth, lr)
             label, xy = _loss_lines(r.history, SCHEME_LABELS[other])
             lines[label] = xy
             styles[label] = "bold" if other == sch else "faint"
@@ -175,7 +147,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
                           for o in ("post", "pre", "admin")},
                    styles={SCHEME_LABELS[o]: ("bold" if o == sch else "faint") for o in ("post", "pre", "admin")},
                    note=f"{SCHEME_LABELS[sch]} at N = {depth}: {sweep[sch].mean(1)[oc_depths.index(depth)]:.3g}")
-        m = change.build_scheme(sch, task, depth, batch=batch, n_dec=depth, **kw)
+        m = build_scheme(sch, task, depth, depth, batch=batch, **kw)
         g = gradients.sublayer_grad_norms(m, batch)
         grad = Panel(title="gradient at init, per sub-layer", x="sub-layer i (bottom → top)",
                      y="relative ‖∂L/∂x_i‖", ylog=True,
@@ -204,8 +176,6 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
 
     ``records`` (from ``tfx.runs.sweep.run_grid``) are reused; the other settings train when
     the explorer is shown."""
-    from ..theory.change import SCHEMES
-
     P = _ln_profile(P)
     task = task or P.load_task()
     depth = depth or P.deep
@@ -216,7 +186,7 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
     def compute(placement, warmup):
         lines, grads, styles = {}, {}, {}
         for w in steps:
-            rec = runs.get(*SCHEMES[placement], depth, lr, warmup=steps[w])
+            rec = runs.scheme(placement, depth, lr, warmup=steps[w])
             label = f"warmup {w}"
             _, lines[label] = _loss_lines(rec.history, label)
             gn = _smooth(rec.history.grad_norm)
@@ -370,7 +340,7 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
                                        batch_size=P.batch_size, **P.model_kwargs())
 
     def compute(placement, depth):
-        m = change.build_scheme(placement, task, depth, batch=batch, **P.model_kwargs())
+        m = build_scheme(placement, task, depth, 0, batch=batch, **P.model_kwargs())
         beta = dependency.layer_dependency(m, batch)["encoder"]["beta"]
         upto = np.array([n for n in oc_depths if n <= depth])
         lines = {SCHEME_LABELS[s]: (upto, sweep[s].mean(1)[: len(upto)]) for s in ("post", "pre", "admin")}
@@ -385,7 +355,7 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
             lines[f"fit against {form}"] = (grid, k * (grid if placement == "post" else np.log(grid)) + c0)
             styles[f"fit against {form}"] = "dashed"
             note = f"{SCHEME_LABELS[placement]} against {form}: R² = {r2:.2f}"
-        ed = change.build_scheme(placement, task, depth, batch=batch, n_dec=depth, **P.model_kwargs())
+        ed = build_scheme(placement, task, depth, depth, batch=batch, **P.model_kwargs())
         g = gradients.sublayer_grad_norms(ed, batch)
         dec = g["decoder"]["relative"]
         return [
@@ -410,22 +380,28 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
                     title="β, output change and gradients at initialisation (GV-1, AM-1, AM-2, AD-1)", P=P)
 
 
-def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, references=("xavier", "pre")):
-    """The chapter's explorer over an ``init_diagnostics_grid``: choose the initialiser and
-    the depth N. Panels: the encoder's β_{i,j}; the relative gradient norm of every
-    sub-layer output (encoder and decoder); the relative output change against depth for
-    the chosen scheme (bold) beside ``references`` (faint). Every state comes from the
-    grid, so the HTML book holds them all (tfx.book.explorer)."""
-    from ..book.plot import color
-    from ..theory.scaling import COLOR_KEYS, INITIALISERS, LABELS, grid_mean
+# The initialisers chapter 10's explorer offers, each shown on its scheme (tfx.nn.config.SCHEMES):
+# Xavier on Post-LN, the others on the placement they are defined for.
+INIT_DIAGNOSTICS = {"xavier": "post", "t-fixup": "t-fixup", "lipschitz": "lipschitz", "admin": "admin",
+                    "rezero": "rezero", "deepnorm": "deepnorm"}
 
-    schemes = [s for s in INITIALISERS if any(k == s for k, _ in grid)]
+
+def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, references=("post", "pre")):
+    """The chapter's explorer over an ``init_diagnostics_grid``: choose the initialiser (a key of
+    :data:`INIT_DIAGNOSTICS`) and the depth N. Panels: the encoder's β_{i,j}; the relative
+    gradient norm of every sub-layer output (encoder and decoder); the relative output change
+    against depth for the chosen initialiser's scheme (bold) beside the schemes ``references``
+    (faint). Every state comes from the grid, so the HTML book holds them all (tfx.book.explorer)."""
+    from ..theory.scaling import grid_mean
+
+    inits = [i for i, s in INIT_DIAGNOSTICS.items() if any(k == s for k, _ in grid)]
     depths = sorted({n for _, n in grid})
     floor = 1e-4  # a zero gradient (ReZero's encoder at init) is drawn on the floor
 
-    def compute(scheme, depth):
+    def compute(init, depth):
+        scheme = INIT_DIAGNOSTICS[init]
         d = grid[scheme, depth][0]
-        shown = [s for s in dict.fromkeys((*references, scheme)) if s in schemes or s in {k for k, _ in grid}]
+        shown = [s for s in dict.fromkeys((*references, scheme)) if s in {k for k, _ in grid}]
         lines = {LABELS[s]: grid_mean(grid, s, "rel_out_change") for s in shown}
         lines = {k: (ns, np.maximum(y, 1e-12)) for k, (ns, y) in lines.items()}
         return [
@@ -439,12 +415,12 @@ def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, r
                   note=f"decoder bottom/top: {d.grad_spread['decoder']:.2g}"),
             Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² / ‖F‖²", ylog=True, lines=lines,
                   styles={LABELS[s]: "bold" if s == scheme else "faint" for s in shown},
-                  colors={LABELS[s]: color(COLOR_KEYS.get(s, s)) for s in shown}, fixed_y=False),
+                  colors={LABELS[s]: color(s) for s in shown}, fixed_y=False),
         ]
 
-    return Explorer({"scheme": schemes, "depth": depths}, compute,
-                    default={"scheme": "deepnorm" if "deepnorm" in schemes else schemes[0], "depth": depths[-1],
+    return Explorer({"init": inits, "depth": depths}, compute,
+                    default={"init": "deepnorm" if "deepnorm" in inits else inits[0], "depth": depths[-1],
                              **(default or {})},
-                    labels={"scheme": "initialiser", "depth": "layers N"},
+                    labels={"init": "initialiser", "depth": "layers N"},
                     title="Initialisers at init: β, gradients, output change", P=P,
                     panel_width=215)  # three legends of scheme names: narrower panels keep the row in the column

@@ -44,12 +44,51 @@ INITS = {
     "rezero": ("rezero",),
     "subln": ("sub-ln",),
 }
+# Named schemes: the ModelConfig options of each fix the book compares (every other field at its
+# default: init 'xavier', norm 'layernorm'). The one registry of scheme names: the theory builds
+# them (tfx.nn.model.build_scheme), the book labels them (tfx.book.plot.LABELS).
+SCHEMES = {
+    "post": {"placement": "post"},  # Post-LN (Vaswani et al. 2017)
+    "pre": {"placement": "pre"},  # Pre-LN
+    "admin": {"placement": "admin", "init": "admin"},  # profiled ω (liu2020admin)
+    "admin-profiling-free": {"placement": "admin", "init": "admin-profiling-free"},  # admin-torch's ω
+    "t-fixup": {"placement": "none", "init": "t-fixup"},  # no norm (huang2020tfixup)
+    "lipschitz": {"placement": "post", "init": "lipschitz"},  # Xu et al.'s v1 order is Post-LN
+    "rezero": {"placement": "rezero", "init": "rezero"},
+    "deepnorm": {"placement": "deepnorm", "init": "deepnorm"},
+    "peri-ln": {"placement": "peri-ln"},  # kim2025periln
+    "output-norm": {"placement": "output-norm"},  # OLMo 2's reordered norm (olmo2025)
+    "sub-ln": {"placement": "sub-ln", "init": "subln"},  # wang2022magneto
+    "ln-scaling": {"placement": "pre", "ln_scaling": True},  # Pre-LN, norm of layer ℓ × 1/√ℓ (sun2025curse)
+    "dyt": {"placement": "pre", "norm": "dyt"},  # Pre-LN with Dynamic Tanh for every norm (zhu2025dyt)
+    "depth-mup": {"placement": "pre", "depth_mup": True},  # every branch × 1/√L (yang2023depthmup)
+}
+# The precisions a run's forward pass may use, by name: the one spelling of a precision in tfx
+# (TrainConfig.amp_dtype, History.amp_dtype). Its torch dtype: torch_dtype(name); torch's own
+# name of it ('bfloat16', what a Record's amp_dtype holds) is derived from that, never typed.
 AMP_DTYPES = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
 SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
 WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
+# The stride between the random streams of consecutive seeds (a task's batches, a corpus's epochs,
+# the theory's Gaussian inputs; tfx.nn.optim's DATA_STREAM): a prime, not a power of two, since
+# torch's CPU generator keeps only the low 32 bits of a seed (2**32 would give every seed one stream).
+SEED_STRIDE = 1_000_003
+
+_TORCH_DTYPES = dict(zip(AMP_DTYPES, (torch.bfloat16, torch.float16, torch.float32)))
+
+
+def torch_dtype(amp_dtype: str) -> torch.dtype:
+    """The torch dtype of a precision named in :data:`AMP_DTYPES` ('bf16' → torch.bfloat16)."""
+    return _TORCH_DTYPES[_check_choice("amp_dtype", amp_dtype, AMP_DTYPES)]
+
+
+def autocast_dtype(amp_dtype: str) -> torch.dtype | None:
+    """The dtype ``torch.autocast`` runs ``amp_dtype`` in; None for 'fp32' (no autocast)."""
+    return None if amp_dtype == "fp32" else torch_dtype(amp_dtype)
+
 
 # ----------------------------------------------------------------------------- rules
 # A check takes (name, value, ...), raises ValueError or returns the value to store.
@@ -332,6 +371,15 @@ class ModelConfig(_Replaceable):
         kw.setdefault("max_len", max(task.max_len + 2, 16))
         return cls(**kw)
 
+    @classmethod
+    def for_scheme(cls, scheme: str, task, n_enc: int, n_dec: int, **kw) -> "ModelConfig":
+        """The config of ``scheme`` (a key of :data:`SCHEMES`) for ``task``, with ``n_enc``
+        encoder and ``n_dec`` decoder layers (0: no such stack; both are always given, so no
+        caller relies on a default kind of model); ``kw``: other fields (sizes), which win over
+        the scheme's own."""
+        _check_choice("scheme", scheme, tuple(SCHEMES))
+        return cls.for_task(task, n_enc=n_enc, n_dec=n_dec, **{**SCHEMES[scheme], **kw})
+
 
 # field → rule, in the order of TrainConfig's fields
 _TRAIN_RULES = {
@@ -414,7 +462,7 @@ class TrainConfig(_Replaceable):
     log_every: int = 1
     checkpoint_every: int = 0
     checkpoint_path: str | None = None
-    diverge_loss: float | None = None  # None: 3 × ln(vocab); a loss 3× the starting loss also diverges
+    diverge_loss: float | None = None  # None: tfx.runs.train's DIVERGE_OVER_CHANCE × ln(vocab); also 3× the start
     progress: bool = False
     record_updates: bool = True  # record ‖Δθ‖ at each logged step (from the optimiser's state, no copy)
     # --- speed, precision, batching (tfx.train)

@@ -36,6 +36,18 @@ def admin_omega_profiling_free(n) -> float:
 
 
 # ----------------------------------------------------------------- Lipschitz init (LP-3)
+def lipschitz_embedding_bound(esize: int, vsize: int) -> float:
+    """e = sqrt(2 / (esize + vsize)): embeddings ~ U(-e, e) (Xu et al. §4, LP-3); esize the
+    embedding width, vsize the vocabulary size."""
+    return math.sqrt(2.0 / (esize + vsize))
+
+
+def lipschitz_linear_bound(isize: int) -> float:
+    """l = sqrt(1 / isize): linear weights ~ U(-l, l) (Xu et al. §4, LP-3); isize the layer's
+    input width."""
+    return math.sqrt(1.0 / isize)
+
+
 def lipschitz_init_bounds(esize: int, vsize: int, isize: int) -> tuple[float, float]:
     """Uniform-init half-widths of Xu et al. §4 (LP-3)::
 
@@ -43,9 +55,10 @@ def lipschitz_init_bounds(esize: int, vsize: int, isize: int) -> tuple[float, fl
         l = sqrt(1 / isize)              linear weights ~ U(-l, l)
 
     esize: embedding width, vsize: vocabulary size, isize: input width of the
-    linear layer. Returns ``(e, l)``.
+    linear layer. Returns ``(e, l)``: :func:`lipschitz_embedding_bound` and
+    :func:`lipschitz_linear_bound`, which ``tfx.nn.init.lipschitz`` draws from.
     """
-    return math.sqrt(2.0 / (esize + vsize)), math.sqrt(1.0 / isize)
+    return lipschitz_embedding_bound(esize, vsize), lipschitz_linear_bound(isize)
 
 
 # ----------------------------------------------------------------- T-Fixup (TF-2)

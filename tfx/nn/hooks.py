@@ -99,8 +99,9 @@ def sublayer_kind(name: str) -> str:
     return {"self_attn": "self-attn", "cross_attn": "cross-attn", "ffn": "ffn"}.get(last, last)
 
 
-def describe(names: list) -> dict:
-    """``{"names", "kinds", "layer"}`` of sub-layers named like ``layers.3.ffn``
-    (``layer`` counts from 1; 0 for a name outside the layers)."""
+def sublayer_labels(names: list) -> dict:
+    """``{"names", "kinds", "layer"}`` of sub-layers named like ``layers.3.ffn``: the labels a
+    probe's per-sub-layer arrays come with (``layer`` counts from 1; 0 for a name outside the
+    layers)."""
     return {"names": list(names), "kinds": [sublayer_kind(n) for n in names],
             "layer": np.array([int(n.split(".")[1]) + 1 if n.startswith("layers.") else 0 for n in names])}

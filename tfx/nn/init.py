@@ -12,7 +12,9 @@ import torch
 from torch import nn
 
 from .blocks import NORM_TYPES, Attention, FeedForward, Residual
-from .constants import admin_omega_profiling_free, deepnorm_constants, subln_gain, tfixup_scale_factors
+from .config import INITS
+from .constants import (admin_omega_profiling_free, deepnorm_constants, lipschitz_embedding_bound,
+                        lipschitz_linear_bound, subln_gain, tfixup_scale_factors)
 from .hooks import attached, loss_on, mode
 
 
@@ -106,15 +108,17 @@ def lipschitz(model):
     Embeddings U(−e, e) with e = sqrt(2 / (esize + vsize)); every linear layer
     U(−l, l) with l = sqrt(1 / isize) (isize its input width); biases 0. Keeps the
     standard deviation of each residual sum ≤ 1 so that, in the v1 (Post-LN) order,
-    the LayerNorm does not shrink the carried residual (w/σ ≥ 1)."""
+    the LayerNorm does not shrink the carried residual (w/σ ≥ 1). The half-widths are
+    ``tfx.nn.constants.lipschitz_init_bounds``'s."""
     xavier(model)  # norms, ω, α, positions
     for m in model.modules():
         if isinstance(m, nn.Linear):
-            nn.init.uniform_(m.weight, -math.sqrt(1 / m.in_features), math.sqrt(1 / m.in_features))
+            bound = lipschitz_linear_bound(m.in_features)
+            nn.init.uniform_(m.weight, -bound, bound)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
         elif isinstance(m, nn.Embedding):
-            e = math.sqrt(2 / (m.embedding_dim + m.num_embeddings))
+            e = lipschitz_embedding_bound(m.embedding_dim, m.num_embeddings)
             nn.init.uniform_(m.weight, -e, e)
 
 
@@ -209,6 +213,8 @@ def admin_profiling_free(model):
             m.omega.fill_(admin_omega_profiling_free(len(subs)))
 
 
+# name -> initialiser(model, batch): the functions behind tfx.nn.config.INITS, the one registry of
+# initialiser names (and the placements each is defined for); the two have the same keys.
 INITIALISERS = {
     "xavier": lambda model, batch: xavier(model),
     "t-fixup": lambda model, batch: t_fixup(model),
@@ -221,11 +227,16 @@ INITIALISERS = {
 }
 
 
-def initialize(model, scheme: str, batch=None):
-    """Initialise ``model`` in place with ``scheme`` (a key of INITIALISERS); returns it."""
-    if scheme not in INITIALISERS:
-        raise ValueError(f"init={scheme!r} is not an initialiser; choose one of: {', '.join(INITIALISERS)}")
-    INITIALISERS[scheme](model, batch)
+if INITIALISERS.keys() != INITS.keys():  # a name added to one and not the other fails at import
+    raise ImportError(f"tfx.nn.init.INITIALISERS {sorted(INITIALISERS)} and tfx.nn.config.INITS "
+                      f"{sorted(INITS)} must name the same initialisers")
+
+
+def initialize(model, init: str, batch=None):
+    """Initialise ``model`` in place with ``init`` (a key of tfx.nn.config.INITS); returns it."""
+    if init not in INITS:
+        raise ValueError(f"init={init!r} is not an initialiser; choose one of: {', '.join(INITS)}")
+    INITIALISERS[init](model, batch)
     return model
 
 

@@ -88,15 +88,6 @@ def _key_mask(ids, padded=None):
     return (ids != PAD)[:, None, None, :] if _padded(ids, padded) else None
 
 
-def _causal_mask(ids, padded=None):
-    """(B, 1, T, T) causal ∧ key-not-padded; None when nothing is padded (SDPA's is_causal is faster)."""
-    key = _key_mask(ids, padded)
-    if key is None:
-        return None
-    T = ids.shape[1]
-    return torch.ones(T, T, dtype=torch.bool, device=ids.device).tril() & key
-
-
 class Transformer(nn.Module):
     """Encoder–decoder (n_enc, n_dec > 0), encoder-only (n_dec = 0, one output per
     source token) or decoder-only LM (n_enc = 0, trained on ``batch.tgt``)."""
@@ -130,9 +121,11 @@ class Transformer(nn.Module):
 
     def decode(self, tgt_in, memory=None, src=None, tgt_padded=None, src_padded=None):
         x = self.tgt_embed(tgt_in)
+        # the key mask only: self-attention is causal=True, and blocks.allowed_pairs (the one place
+        # that combines the two) adds the triangle; nothing padded: SDPA's is_causal, faster
         if memory is None:  # decoder-only LM
-            return self.decoder(x, mask=_causal_mask(tgt_in, tgt_padded), causal=True)
-        return self.decoder(x, memory=memory, self_mask=_causal_mask(tgt_in, tgt_padded),
+            return self.decoder(x, mask=_key_mask(tgt_in, tgt_padded), causal=True)
+        return self.decoder(x, memory=memory, self_mask=_key_mask(tgt_in, tgt_padded),
                             memory_mask=None if src is None else _key_mask(src, src_padded))
 
     def forward(self, src=None, tgt_in=None, src_padded=None, tgt_padded=None):
@@ -237,3 +230,13 @@ def build_model(cfg: ModelConfig | None = None, batch: Batch | None = None, seed
     model = Transformer(cfg)
     initialize(model, cfg.init, batch=batch)
     return model
+
+
+def build_scheme(scheme: str, task, n_enc: int, n_dec: int, batch: Batch | None = None, seed: int | None = 0,
+                 **kw) -> Transformer:
+    """A fresh model of ``scheme`` (a key of :data:`tfx.nn.config.SCHEMES`) for ``task``:
+    ``n_enc`` encoder and ``n_dec`` decoder layers (``ModelConfig.for_scheme``; 0: no such
+    stack), sizes from ``kw`` (e.g. ``P.model_kwargs()``). ``batch`` feeds Admin's profiling
+    pass; the other initialisers do not look at it. The one builder the theory and the
+    book use."""
+    return build_model(ModelConfig.for_scheme(scheme, task, n_enc, n_dec, **kw), batch=batch, seed=seed)

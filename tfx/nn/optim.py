@@ -12,13 +12,13 @@ import math
 
 import torch
 
-from .config import TrainConfig
+from .config import SEED_STRIDE, TrainConfig
 
 
-# Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1). A prime, not a power
-# of two: torch's CPU generator keeps only the low 32 bits of a seed, so 2**32 would give every
-# data seed the same stream. Runs are far shorter than a million steps, so streams never meet.
-DATA_STREAM = 1_000_003
+# Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1), DATA_STREAM the prime
+# config.SEED_STRIDE (why a prime: there). Runs are far shorter than a million steps, so streams
+# never meet.
+DATA_STREAM = SEED_STRIDE
 
 
 def data_step(step: int, cfg: TrainConfig) -> int:

@@ -37,7 +37,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from ..nn.batch import Batch
-from ..nn.config import ModelConfig, TrainConfig
+from ..nn.config import ModelConfig, TrainConfig, autocast_dtype
 from ..nn.model import build_model
 from ..nn.optim import make_optimizer, pick_device, take_step
 from .data import SyntheticTask, load_task
@@ -131,7 +131,7 @@ def bench(placement: str = "post", size: str = "custom", rounds: int = 20, warmu
     ``amp``: 'bf16' or 'fp32' (default: bf16 on CUDA, fp32 on a CPU)."""
     device = pick_device(device)
     amp = amp or ("bf16" if device.type == "cuda" else "fp32")
-    dtype = torch.bfloat16 if amp == "bf16" else None
+    dtype = autocast_dtype(amp)
     cfg, batches = custom_setup(placement, **custom) if size == "custom" else book_setup(size, placement)
     batches = [b.to(device) for b in batches]
     ours = build_model(cfg).to(device)
@@ -278,7 +278,7 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
         model = build_model(cfg).to(device)
         opt = make_optimizer(model.parameters(), tc, device)
         fn = torch.compile(model.loss_and_accuracy) if compile else model.loss_and_accuracy
-        dtype = torch.bfloat16 if amp == "bf16" else None
+        dtype = autocast_dtype(amp)
         sync()
         t = _clock()
         for s in range(n):
@@ -349,7 +349,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--threads", type=int, default=None, help="torch's intra-op threads (default: torch's own)")
     ap.add_argument("--device", default=None)
-    ap.add_argument("--amp", choices=("bf16", "fp32"), default=None, help="default: bf16 on CUDA, fp32 on a CPU")
+    ap.add_argument("--amp", choices=("bf16", "fp32"), default=None,
+                    help="default: bf16 on CUDA, fp32 on a CPU (fp16 needs the trainer's gradient scaler)")
     ap.add_argument("--placements", default="post,pre")
     ap.add_argument("--no-compile", dest="compile", action="store_false", help="skip the compiled tfx variant")
     ap.add_argument("--train-steps", type=int, default=30,

@@ -29,14 +29,16 @@ from typing import Iterable, Sequence
 import torch
 
 from ..nn.batch import BOS, EOS, PAD, UNK, Batch
+from ..nn.config import SEED_STRIDE
 
 __all__ = [
     "TranslationTask", "load_corpus", "verify_corpus", "CorpusChecksumError",
     "load_iwslt14", "parse_iwslt_parquet", "iwslt14_unavailable", "load_iwslt14_task", "bleu",
-    "train_bpe", "corpus_dir", "read_pairs", "CORPORA",
+    "train_bpe", "corpus_dir", "read_pairs", "CORPORA", "IWSLT14_NAME",
 ]
 
-CORPORA = ("libreoffice-de-en", "libreoffice-de-en-large", "iwslt14-de-en")
+CORPORA = ("libreoffice-de-en", "libreoffice-de-en-large")  # the shipped corpora (tasks of tfx.runs.data.TASKS)
+IWSLT14_NAME = "iwslt14-de-en"  # IWSLT'14's TranslationTask.name (History.task) and BPE prefix; task 'iwslt14'
 SPLITS = ("train", "valid", "test")
 _LO_DIR = Path(__file__).resolve().parent / "corpora" / "libreoffice_de_en"
 _LO_LARGE_DIR = _LO_DIR.with_name("libreoffice_de_en_large")  # train split only
@@ -147,7 +149,7 @@ def train_bpe(sentences: Iterable[str], vocab_size: int, key: str,
 
 # --------------------------------------------------------------------------- the task
 def _mix(seed: int, epoch: int) -> int:
-    return (seed * 1_000_003 + epoch * 7_919 + 12_345) % (2**63 - 1)
+    return (seed * SEED_STRIDE + epoch * 7_919 + 12_345) % (2**63 - 1)
 
 
 class TranslationTask:
@@ -335,14 +337,12 @@ def load_corpus(name: str = "libreoffice-de-en", vocab_size: int | None = None, 
     ``~/.cache/tfx``) by corpus checksum and vocabulary size. The shipped files are
     checked against ``SHA256SUMS`` first. ``name="libreoffice-de-en-large"`` trains on
     every pair of the help pages (26k; default BPE 8000), validated and tested on the
-    same splits as the small corpus. ``name="iwslt14-de-en"`` forwards to
-    :func:`load_iwslt14_task` (downloads; needs ``tfx-book[full]``).
+    same splits as the small corpus. IWSLT'14 is :func:`load_iwslt14_task` (the task
+    ``iwslt14`` of :func:`tfx.runs.data.load_task`).
     """
-    if name in ("iwslt14-de-en", "iwslt14"):
-        return load_iwslt14_task(vocab_size=vocab_size or 10_000, seed=seed, max_len=max_len,
-                                 cache_dir=cache_dir, **kwargs)
-    if name not in ("libreoffice-de-en", "libreoffice-de-en-large"):
-        raise ValueError(f"name={name!r} is not a known corpus; allowed: {', '.join(CORPORA)}")
+    if name not in CORPORA:
+        hint = "; IWSLT'14 is load_iwslt14_task() (the task 'iwslt14')" if name.startswith("iwslt") else ""
+        raise ValueError(f"name={name!r} is not a shipped corpus; allowed: {', '.join(CORPORA)}{hint}")
     if kwargs:
         raise TypeError(f"unexpected arguments for {name}: {', '.join(kwargs)}")
     key = verify_corpus()
@@ -466,8 +466,8 @@ def load_iwslt14_task(vocab_size: int = 10_000, seed: int = 0, max_len: int = 12
     for s, t in pairs["train"]:
         h.update(f"{s}\t{t}\n".encode("utf-8"))
     model = train_bpe((x for p in pairs["train"] for x in p), vocab_size, h.hexdigest(),
-                      cache_dir, prefix="iwslt14-de-en")
-    return TranslationTask("iwslt14-de-en", pairs, model, max_len=max_len, seed=seed)
+                      cache_dir, prefix=IWSLT14_NAME)
+    return TranslationTask(IWSLT14_NAME, pairs, model, max_len=max_len, seed=seed)
 
 
 # --------------------------------------------------------------------------- BLEU

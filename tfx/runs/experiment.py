@@ -136,13 +136,11 @@ class Experiment:
         task = self._layer(profile, "task")
         if task is None:
             return get_profile(profile, check_task=False).task
-        from .corpus import CORPORA
         from .data import TASKS
 
-        known = TASKS + tuple(c for c in CORPORA if c not in TASKS)
-        if task not in known:
+        if task not in TASKS:
             raise ValueError(f"{self.path}: task={task!r} (profile {profile}) is not a task; "
-                             f"choose one of: {', '.join(known)}")
+                             f"choose one of: {', '.join(TASKS)}")
         return task
 
     def grid(self, profile: str) -> dict:

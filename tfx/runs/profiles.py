@@ -19,7 +19,7 @@ import os
 import warnings
 from dataclasses import asdict, dataclass
 
-import torch
+from ..nn.optim import pick_device
 
 PROFILE_NAMES = ("quick", "book", "full")
 
@@ -91,19 +91,14 @@ def resolve_task(name: str) -> tuple[str, str]:
 
 
 def _load_task(name: str, seed: int = 0, length: int = 12):
-    """``tfx.runs.data.load_task``, which also knows the shipped corpora of ``tfx.runs.corpus``."""
+    """``tfx.runs.data.load_task`` (looked up at each call)."""
     from . import data
 
-    if name not in data.TASKS:
-        from .corpus import CORPORA, load_corpus
-
-        if name in CORPORA:
-            return load_corpus(name, seed=seed)
     return data.load_task(name, seed=seed, length=length)
 
 
 def load_task_or_fallback(name: str, seed: int = 0, length: int = 12):
-    """The task called ``name`` (``tfx.runs.data.load_task`` or a corpus of ``tfx.runs.corpus``); for
+    """The task called ``name`` (``tfx.runs.data.load_task``: a name of ``tfx.runs.data.TASKS``); for
     ``iwslt14`` the shipped corpus when IWSLT'14 cannot be loaded (checked by
     :func:`resolve_task`, or failing now), with a warning that says so."""
     used, _ = resolve_task(name)
@@ -124,7 +119,7 @@ def get_profile(name: str | None = None, check_task: bool = True) -> Profile:
 
     ``check_task``: check that the profile's task can be loaded (IWSLT'14 for ``full``)
     and otherwise use the shipped corpus, with a warning and ``task_note`` saying so."""
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = str(pick_device())
     source = "name"
     if name is None:
         name, source = os.environ.get("TFX_PROFILE") or ("full" if device == "cuda" else "book"), "TFX_PROFILE"

@@ -53,7 +53,7 @@ class Record:
     history: History = field(repr=False)
     reason: str = ""
     task: str = ""
-    amp_dtype: str | None = None
+    amp_dtype: str | None = None  # torch's name of the precision (e.g. 'bfloat16'; tfx.runs.sweep._amp_dtype)
     bleu: float | None = None
     experiment: str = ""
     profile: str = ""

@@ -22,15 +22,18 @@ import math
 import statistics
 
 from .outcome import judge, learned
+from .results import final_eval_loss
 
 
-def final_loss(rec) -> float:
-    """The held-out loss a run ends at (nan for a diverged run): what the curves show."""
-    out = judge(rec)
-    return math.nan if out.verdict == "diverged" else out.loss
+def curve_loss(rec) -> float:
+    """What a curve shows for one run: the held-out loss it ends at
+    (:func:`tfx.runs.results.final_eval_loss`), nan for a run that diverged (by
+    :func:`tfx.runs.outcome.judge`). Not ``Record.final_loss``, the *training* loss over the
+    last 10 % of steps."""
+    return math.nan if judge(rec).verdict == "diverged" else final_eval_loss(rec)
 
 
-def best_loss(rec) -> float:
+def best_eval_loss(rec) -> float:
     """The lowest held-out loss over the run's evaluations (nan for a diverged run)."""
     if judge(rec).verdict == "diverged":
         return math.nan
@@ -59,9 +62,9 @@ def lr_sensitivity(lrs, losses, start: float) -> float:
     return sum(capped) / len(capped) - min(capped)
 
 
-def curves(records, value=final_loss) -> dict:
+def curves(records, value=curve_loss) -> dict:
     """``{seed: (lrs ascending, values)}`` for the records of one recipe (one setting of every
-    axis but the learning rate); ``value``: :func:`final_loss` or :func:`best_loss`."""
+    axis but the learning rate); ``value``: :func:`curve_loss` or :func:`best_eval_loss`."""
     out: dict = {}
     for r in sorted(records, key=lambda r: (r.seed, r.train_config.lr)):
         lrs, vals = out.setdefault(r.seed, ([], []))
@@ -70,7 +73,7 @@ def curves(records, value=final_loss) -> dict:
     return out
 
 
-def median_curve(records, value=final_loss) -> tuple[list, list]:
+def median_curve(records, value=curve_loss) -> tuple[list, list]:
     """(lrs, median over seeds at each lr) of one recipe; nan where every seed diverged."""
     seeds = curves(records, value)
     if not seeds:
@@ -86,7 +89,7 @@ def windows(records) -> dict:
     return {seed: len(v["learned_lrs"]) for seed, v in summarize(records)["per_seed"].items()}
 
 
-def summarize(records, value=final_loss) -> dict:
+def summarize(records, value=curve_loss) -> dict:
     """One recipe's LR sensitivity: per seed ``sensitivity``, ``best_lr`` and ``best`` loss
     (``value`` of each run), ``start`` (L₀) and ``learned_lrs``, the learning rates at which
     the run learned (:func:`tfx.runs.outcome.learned`): the recipe's window. Over the seeds

@@ -43,7 +43,7 @@ try:
 except ImportError:  # Windows: no flock
     fcntl = None
 
-from ..nn.config import ModelConfig, TrainConfig
+from ..nn.config import ModelConfig, TrainConfig, torch_dtype
 from . import outcome, results
 from .codeversion import code_hash, code_version  # noqa: F401 (tfx.runs.sweep.code_version: what a record says)
 from .results import Record
@@ -75,34 +75,19 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
                   device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
-                  amp_dtype=_amp_dtype(hist, tc), bleu=_bleu(hist),
+                  amp_dtype=_amp_dtype(hist), bleu=_bleu(hist),
                   finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def _bleu(hist) -> float | None:
-    """The run's BLEU where its History measured one (``bleu``, else the last ``eval_bleu``)."""
-    bleu = getattr(hist, "bleu", None)
-    if isinstance(bleu, (int, float)):
-        return float(bleu)
-    # tfx.train keeps one BLEU per evaluation in ``bleu`` (older Histories: ``eval_bleu``)
-    scores = [b for b in (bleu if isinstance(bleu, list) else getattr(hist, "eval_bleu", None)) or []
-              if b is not None]
-    return scores[-1] if scores else None
+    """The run's last BLEU, where its History measured one (one per evaluation)."""
+    return hist.bleu[-1] if hist.bleu else None
 
 
-_TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-
-
-def _amp_dtype(hist, tc) -> str:
-    """The History's own record of the autocast dtype when it keeps one; else what
-    ``tfx.train`` picks: bf16 (or fp16) autocast on CUDA unless ``amp=False``, fp32 elsewhere."""
-    if getattr(hist, "amp_dtype", None):  # tfx.train writes 'bf16' / 'fp16' / 'fp32'
-        return _TORCH_DTYPE_NAMES.get(str(hist.amp_dtype), str(hist.amp_dtype))
-    if not str(hist.device).startswith("cuda") or tc.amp is False:
-        return "float32"
-    import torch
-
-    return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+def _amp_dtype(hist) -> str:
+    """A Record's ``amp_dtype``: torch's name ('bfloat16', 'float32') of the precision the
+    History ran in (``History.amp_dtype``, a name of tfx.nn.config.AMP_DTYPES)."""
+    return str(torch_dtype(hist.amp_dtype)).removeprefix("torch.")
 
 
 def run_grid(configs: dict, task, train_cfg: TrainConfig, seeds=1, progress: bool = False) -> list[Record]:

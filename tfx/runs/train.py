@@ -30,14 +30,17 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ..nn.config import ModelConfig, TrainConfig
+from ..nn.config import AMP_DTYPES, ModelConfig, TrainConfig, autocast_dtype
 from ..nn.model import build_model
 from ..nn.optim import DATA_STREAM, data_step, lr_at, make_optimizer, pick_device, step_batch, take_step  # noqa: F401 (re-exported)
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
 from .probes import FIELDS as PROBE_FIELDS, Probes
 
-DIVERGE_OVER_START = 3.0  # a loss this many times the starting loss (or 3·ln V, if larger) is a divergence
+# A divergence: a loss above the larger of DIVERGE_OVER_START × the loss at step 1 and
+# DIVERGE_OVER_CHANCE × ln V (uniform guessing over a vocabulary of V), unless diverge_loss is set.
+DIVERGE_OVER_START = 3.0
+DIVERGE_OVER_CHANCE = 3.0
 
 
 class UpdateNorm:
@@ -212,21 +215,19 @@ def evaluate(model, batches, device, amp_dtype=None) -> tuple[float, float]:
     return loss, acc
 
 
-AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
-
-
 def _amp_dtype(device, cfg: TrainConfig):
     """The autocast dtype (None: fp32): ``cfg.amp_dtype`` if set, else bf16 (fp16 where the
     GPU lacks bf16) on CUDA unless ``amp=False``, else fp32."""
     if cfg.amp_dtype is not None:
-        return AMP_DTYPES[cfg.amp_dtype]
+        return autocast_dtype(cfg.amp_dtype)
     if device.type != "cuda" or cfg.amp is False:
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 def _dtype_name(dtype) -> str:
-    return {v: k for k, v in AMP_DTYPES.items()}[dtype]
+    """The precision's name in :data:`tfx.nn.config.AMP_DTYPES` of an autocast dtype (None: fp32)."""
+    return {autocast_dtype(name): name for name in AMP_DTYPES}[dtype]
 
 
 def _rng_state(device):
@@ -399,7 +400,7 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
     device = pick_device(cfg.device)
     model.to(device).train()
     run = _Run(model, task, cfg, device)
-    diverge_loss = cfg.diverge_loss or 3 * math.log(model.cfg.tgt_vocab)
+    diverge_loss = cfg.diverge_loss or DIVERGE_OVER_CHANCE * math.log(model.cfg.tgt_vocab)
     hist = History(chance_loss=float(task.chance_loss), floor_loss=float(getattr(task, "floor_loss", 0.0)),
                    device=str(device), task=getattr(task, "name", ""),
                    model_config=model.cfg.to_dict(), train_config=json.loads(json.dumps(cfg.to_dict())),

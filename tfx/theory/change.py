@@ -4,7 +4,7 @@ Theorem 2: a small change of the weights moves the output by C · Σ_i β²_{i,i
 (β from :mod:`tfx.theory.dependency`): O(N) for Post-LN, O(log N) for Pre-LN and Admin
 (:func:`output_change_order`). Measured: ‖F(x_0, W) − F(x_0, W*)‖² with W* a random
 perturbation or one Adam step (:func:`output_change`), against depth
-(:func:`output_change_sweep`) for the schemes of :data:`SCHEMES`; and the largest
+(:func:`output_change_sweep`) for schemes of :data:`tfx.nn.config.SCHEMES`; and the largest
 logit difference of two models (:func:`max_output_difference`, AD-2: Admin's
 reparameterisation does not change the function).
 """
@@ -18,6 +18,7 @@ import torch
 from ..nn.config import TrainConfig
 from ..nn.hooks import loss_on, mode
 from ..nn.optim import make_optimizer, take_step
+from ..nn.model import build_scheme
 from .dependency import layer_dependency
 from .fit import fit_linear
 from .gradients import _placement
@@ -125,29 +126,14 @@ def output_change(model, batch, perturbation: str = "random", scale: float = 1e-
     return float((a - b).pow(2).sum(-1).mean())
 
 
-SCHEMES = {  # name -> (placement, init) for the depth sweeps
-    "post": ("post", "xavier"), "pre": ("pre", "xavier"), "admin": ("admin", "admin"),
-    "admin-profiling-free": ("admin", "admin-profiling-free"),
-}
+# The random δ of a model initialised from seed s is drawn from seed PERTURBATION_SEED + s: its own
+# stream, never the one the initial weights came from (every sweep of AM-2, DN-1 and PL-1).
+PERTURBATION_SEED = 1000
 
 
-def build_scheme(scheme: str, task, n_layers: int, batch=None, seed: int = 0, n_dec: int = 0,
-                 decoder_only: bool = False, **model_kw):
-    """An encoder-only (``n_dec=0``) or encoder–decoder model of ``scheme`` in
-    ``SCHEMES`` (post, pre, admin, admin-profiling-free), sized by ``model_kw``
-    (e.g. ``P.model_kwargs()``); ``decoder_only=True``: a decoder-only LM of
-    ``n_layers`` layers instead. ``batch`` feeds Admin's profiling pass."""
-    from ..nn.config import ModelConfig
-    from ..nn.model import build_model
-
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme={scheme!r}: choose one of {', '.join(SCHEMES)}")
-    if decoder_only and n_dec:
-        raise ValueError(f"n_dec={n_dec}: a decoder-only model has n_layers decoder layers; leave n_dec at 0")
-    placement, init = SCHEMES[scheme]
-    n_enc, n_dec = (0, n_layers) if decoder_only else (n_layers, n_dec)
-    cfg = ModelConfig.for_task(task, n_enc=n_enc, n_dec=n_dec, placement=placement, init=init, **model_kw)
-    return build_model(cfg, batch=batch if init == "admin" else None, seed=seed)
+def perturbation_seed(seed: int) -> int:
+    """The seed of the random δ (:func:`perturb_random`) for a model initialised from ``seed``."""
+    return PERTURBATION_SEED + seed
 
 
 def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: int = 1, batch_size: int = 32,
@@ -155,8 +141,9 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
                         stack: str = "encoder", **model_kw) -> dict:
     """AM-2 against depth: ``output_change`` of encoder-only models (``stack="encoder"``)
     or decoder-only LMs (``stack="decoder"``) with N ∈ ``depths`` layers, for each scheme,
-    over ``seeds`` (each seed: a fresh init, a fresh δ). One batch of ``task`` is the
-    input x_0 and Admin's profiling batch.
+    over ``seeds`` (each seed: a fresh init, a fresh δ). ``schemes``: keys of
+    :data:`tfx.nn.config.SCHEMES`. One batch of ``task`` is the input x_0 and Admin's
+    profiling batch.
 
     Alongside, ``res["sum_beta_sq"][scheme]`` holds Σ_i β²_{i,i} of the same models
     (``layer_dependency``): Theorem 2 says the output change is C times it.
@@ -171,8 +158,9 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
         sb = np.zeros((len(depths), seeds))
         for a, n in enumerate(depths):
             for s in range(seeds):
-                m = build_scheme(sch, task, n, batch=batch, seed=s, decoder_only=stack == "decoder", **model_kw)
-                vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=1000 + s)
+                n_enc, n_dec = (0, n) if stack == "decoder" else (n, 0)
+                m = build_scheme(sch, task, n_enc, n_dec, batch=batch, seed=s, **model_kw)
+                vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=perturbation_seed(s))
                 sb[a, s] = float(np.nansum(np.diag(layer_dependency(m, batch)[stack]["beta"])[1:] ** 2))
         res[sch] = vals
         res["sum_beta_sq"][sch] = sb

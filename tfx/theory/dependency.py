@@ -16,7 +16,7 @@ import math
 import numpy as np
 import torch
 
-from ..nn.hooks import describe, loss_on, mode, record_branches
+from ..nn.hooks import loss_on, mode, record_branches, sublayer_labels
 from ..nn.config import SUM_NORM
 
 
@@ -82,7 +82,7 @@ def layer_dependency(model, batch) -> dict:
                 g, h = float(gx.std() / x.std()) * ln_scale, ln_scale
             c = [g * cj for cj in c] + [h * math.sqrt(vf)]
             beta[i, : i + 1] = np.array(c) / float(x_out.std())
-        out[s] = {"beta": beta, **describe([r["name"] for r in records]), "branch_var": np.array(var_f),
+        out[s] = {"beta": beta, **sublayer_labels([r["name"] for r in records]), "branch_var": np.array(var_f),
                   "input_var": float(records[0]["x"].var())}
     return out
 

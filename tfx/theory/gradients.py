@@ -14,7 +14,7 @@ import copy
 
 import numpy as np
 
-from ..nn.hooks import attached, describe, loss_on, mode, stack_name
+from ..nn.hooks import attached, loss_on, mode, stack_name, sublayer_labels
 
 
 # ----------------------------------------------------------------- LN-4: Theorem 1, predicted
@@ -160,7 +160,7 @@ def sublayer_grad_norms(model, batch, relative_to: str = "model") -> dict:
     res = {}
     for s, recs in outs.items():
         norms = np.array([float(t.grad.norm()) if t.grad is not None else 0.0 for _, t in recs])
-        res[s] = {**describe([n for n, _ in recs]), "norm": norms}
+        res[s] = {**sublayer_labels([n for n, _ in recs]), "norm": norms}
     model.zero_grad(set_to_none=True)
     top = max(float(r["norm"].max()) for r in res.values())
     for r in res.values():

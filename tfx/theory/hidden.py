@@ -16,6 +16,7 @@ import sympy as sp
 import torch
 from torch import nn
 
+from ..nn.config import SEED_STRIDE
 from ..nn.hooks import loss_on, mode, record_branches, stack_name
 
 
@@ -179,7 +180,7 @@ def gaussian_inputs(batch: int, length: int, d: int, seed: int = 0, std: float =
     The generator's seed is salted: ``torch.manual_seed(seed)`` followed by weight
     draws would otherwise produce these very numbers, and an input equal to the
     first layer's weights is not independent of them."""
-    g = torch.Generator().manual_seed(1_000_003 * (seed + 1) + 17)
+    g = torch.Generator().manual_seed(SEED_STRIDE * (seed + 1) + 17)
     return std * torch.randn(batch, length, d, generator=g)
 
 

@@ -6,7 +6,7 @@ initialisation (RN-1, DY-1, PL-1; the book's chapter 15).
   :func:`saturated_share` is the pure formula (a tensor and an α in, a share out; no
   model, no hooks), :func:`dyt_saturation` reads it at every DyT module of a model.
 * Where the norm sits (PL-1; kim2025periln, sun2025curse, olmo2025, wang2022magneto):
-  :data:`PLACEMENTS` names the decoder-only variants, :func:`placement_diagnostics` measures
+  :data:`PLACEMENT_SCHEMES` names the decoder-only variants, :func:`placement_diagnostics` measures
   one at initialisation with the book's probes (:mod:`tfx.theory.hidden`,
   :mod:`tfx.theory.gradients`, :mod:`tfx.theory.change`).
 * Depth scalings on one axis: :func:`branch_multipliers` measures the effective multiplier
@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from ..nn.blocks import DYT_SATURATED, DyT, dyt_saturated
-from ..nn.config import ModelConfig
 from ..nn.constants import deepnorm_constants, tfixup_scale_factors
-from ..nn.hooks import attached, loss_on, mode, record_branches
+from ..nn.hooks import attached, loss_on, mode, record_branches, stack_name
+from ..nn.model import build_scheme
 
 
 # ----------------------------------------------------------------- DyT saturation (DY-1)
@@ -76,27 +76,16 @@ def dyt_saturation(model, batch, threshold: float = DYT_SATURATED) -> dict:
 
 
 # ----------------------------------------------------------------- where the norm sits (PL-1)
-# name -> ModelConfig options of a decoder-only LM; N is the norm (LayerNorm unless named)
-PLACEMENTS = {
-    "Post-LN": dict(placement="post"),                              # x_i = N(x + f(x))
-    "Pre-LN": dict(placement="pre"),                                # x + f(N(x))
-    "Peri-LN": dict(placement="peri-ln"),                           # x + N(f(N(x)))
-    "output-norm": dict(placement="output-norm"),                   # x + N(f(x))  (OLMo 2)
-    "Sub-LN": dict(placement="sub-ln", init="subln"),               # x + f(N(x)), N inside f
-    "Pre-LN, 1/√ℓ": dict(placement="pre", ln_scaling=True),          # x + f(N(x)/√ℓ)
-    "Pre-DyT": dict(placement="pre", norm="dyt"),                   # x + f(DyT(x))
-}
+# The decoder-only variants chapter 15 compares, keys of tfx.nn.config.SCHEMES: x_i = N(x + f(x))
+# (post), x + f(N(x)) (pre), x + N(f(N(x))) (peri-ln), x + N(f(x)) (output-norm, OLMo 2),
+# x + f(N(x)) with N inside f (sub-ln), x + f(N(x)/√ℓ) (ln-scaling), x + f(DyT(x)) (dyt).
+PLACEMENT_SCHEMES = ("post", "pre", "peri-ln", "output-norm", "sub-ln", "ln-scaling", "dyt")
 
 
-def lm_config(options: dict, task, n_layers: int, **model_kw) -> ModelConfig:
-    """A decoder-only LM config of ``n_layers`` layers for ``task`` with ``options``
-    (e.g. a value of :data:`PLACEMENTS`), sizes from ``model_kw``."""
-    return ModelConfig.for_task(task, n_enc=0, n_dec=n_layers, **{**options, **model_kw})
-
-
-def placement_diagnostics(options: dict, n_layers: int, task, batch, seed: int = 0,
+def placement_diagnostics(scheme: str, n_layers: int, task, batch, seed: int = 0,
                           scale: float = 1e-2, **model_kw) -> dict:
-    """PL-1 at initialisation for one fresh decoder-only LM built with ``options``:
+    """PL-1 at initialisation for one fresh decoder-only LM of ``scheme`` (a key of
+    :data:`tfx.nn.config.SCHEMES`, e.g. of :data:`PLACEMENT_SCHEMES`) with ``n_layers`` layers:
 
     * ``'stream'``: E‖x_ℓ‖²/d, the residual stream's mean square per coordinate after each
       layer ℓ = 1…N (:func:`tfx.theory.hidden.hidden_norms`'s ``'output'``; for Post-LN
@@ -105,32 +94,23 @@ def placement_diagnostics(options: dict, n_layers: int, task, batch, seed: int =
       weight (:func:`tfx.theory.gradients.layer_grad_norms`);
     * ``'rel_change'``: ‖F(W) − F(W + δ)‖² / ‖F(W)‖² for a random δ of ``scale`` × each
       matrix's std (:func:`tfx.theory.change.output_change`), F the stack's output."""
-    from ..nn.model import build_model
-    from .change import output_change, stack_output
+    from .change import output_change, perturbation_seed, stack_output
     from .gradients import layer_grad_norms
     from .hidden import hidden_norms
 
-    m = build_model(lm_config(options, task, n_layers, **model_kw), seed=seed)
+    m = build_scheme(scheme, task, 0, n_layers, batch=batch, seed=seed, **model_kw)
     d = m.cfg.d_model
     stream = hidden_norms(m, batch)["output"] / d
     g = layer_grad_norms(m, batch)
     with torch.no_grad(), mode(m):
         f_sq = float(stack_output(m, batch).pow(2).sum(-1).mean())
-    change = output_change(m, batch, "random", scale=scale, seed=1000 + seed)
+    change = output_change(m, batch, "random", scale=scale, seed=perturbation_seed(seed))
     return {"stream": stream, "grad_ratio": float(g[-1] / g[0]), "rel_change": change / f_sq}
 
 
 # ----------------------------------------------------------------- depth scalings on one axis
-# name -> ModelConfig options of the decoder-only LMs compared (init-time only)
-DEPTH_SCHEMES = {
-    "Pre-LN": dict(placement="pre"),
-    "ReZero": dict(placement="rezero", init="rezero"),
-    "DeepNorm": dict(placement="deepnorm", init="deepnorm"),
-    "Admin": dict(placement="admin", init="admin"),
-    "T-Fixup": dict(placement="none", init="t-fixup"),
-    "Pre-LN, 1/√ℓ": dict(placement="pre", ln_scaling=True),
-    "depth-μP": dict(placement="pre", depth_mup=True),
-}
+# The decoder-only LMs compared (init-time only), keys of tfx.nn.config.SCHEMES
+DEPTH_SCHEMES = ("pre", "rezero", "deepnorm", "admin", "t-fixup", "ln-scaling", "depth-mup")
 
 
 @torch.no_grad()
@@ -142,7 +122,7 @@ def branch_multipliers(model, batch, stack: str | None = None) -> dict:
     (``tfx.nn.hooks.record_branches``). One forward pass on ``batch``, eval mode.
     Returns ``{"names": [...], "ratio": array}`` in forward order for ``stack`` (default:
     the stack that produces the output)."""
-    stack = stack or ("decoder" if "decoder" in model.stacks() else "encoder")
+    stack = stack_name(model, stack)
     residuals = dict(model.stacks()[stack].residuals())
     with mode(model), record_branches(model) as rec:
         loss_on(model, batch)
@@ -166,46 +146,45 @@ def depth_factor(scheme: str, N) -> np.ndarray:
     number of layers N of a decoder-only stack (L = 2N sub-layers), up to a constant that
     does not depend on N (the branch's own gain at unit scale). Derived in chapter 15:
 
-    * ``"DeepNorm"``    β²/α: two β-scaled matrices on the branch, α on the shortcut;
+    * ``"deepnorm"``    β²/α: two β-scaled matrices on the branch, α on the shortcut;
                         β = (8N)^(-1/4), α = (2N)^(1/4) → ∝ N^(-3/4) (wang2022deepnet)
-    * ``"T-Fixup"``     s², s = (9N)^(-1/4) on v/out or fc1/fc2, no norm → (9N)^(-1/2)
-    * ``"depth-μP"``    1/√L = (2N)^(-1/2) on every branch (yang2023depthmup), times Pre-LN's
+    * ``"t-fixup"``     s², s = (9N)^(-1/4) on v/out or fc1/fc2, no norm → (9N)^(-1/2)
+    * ``"depth-mup"``   1/√L = (2N)^(-1/2) on every branch (yang2023depthmup), times Pre-LN's
                         own multiplier of the branch: the depth-μP model is Pre-LN with
                         ``depth_mup=True``; returned: (2N)^(-1/2)
-    * ``"Pre-LN"``, ``"Admin"``  no explicit factor: the last branch meets a stream (Pre-LN)
+    * ``"pre"``, ``"admin"``  no explicit factor: the last branch meets a stream (Pre-LN)
                         or a shortcut ω (Admin) of variance ≈ 1 + (L−1)c, so its multiplier
                         falls as L^(-1/2) only asymptotically; returned: (2N)^(-1/2)
-    * ``"Pre-LN, 1/√ℓ"``  the last layer's branch × N^(-1/2) against a stream of variance
-                        ≈ 1 + c·2·H_N (H_N the harmonic number): not a power law; returned
-                        with c = 1: N^(-1/2) / sqrt(1 + 2 H_N)
-    * ``"ReZero"``      α = 0: zero at every depth (not drawable on a log axis).
+    * ``"ln-scaling"``  (Pre-LN, 1/√ℓ) the last layer's branch × N^(-1/2) against a stream
+                        of variance ≈ 1 + c·2·H_N (H_N the harmonic number): not a power law;
+                        returned with c = 1: N^(-1/2) / sqrt(1 + 2 H_N)
+    * ``"rezero"``      α = 0: zero at every depth (not drawable on a log axis).
+
+    ``scheme``: one of :data:`DEPTH_SCHEMES` (keys of :data:`tfx.nn.config.SCHEMES`).
     """
     N = np.asarray(N, dtype=float)
-    if scheme == "DeepNorm":
+    if scheme == "deepnorm":
         return np.array([deepnorm_constants(0, int(n))["decoder"]["beta"] ** 2
                          / deepnorm_constants(0, int(n))["decoder"]["alpha"] for n in N.ravel()]).reshape(N.shape)
-    if scheme == "T-Fixup":
+    if scheme == "t-fixup":
         return np.array([tfixup_scale_factors(0, int(n))["decoder"]["weights"] ** 2
                          for n in N.ravel()]).reshape(N.shape)
-    if scheme in ("depth-μP", "Pre-LN", "Admin"):
+    if scheme in ("depth-mup", "pre", "admin"):
         return (2 * N) ** -0.5
-    if scheme == "Pre-LN, 1/√ℓ":
+    if scheme == "ln-scaling":
         H = np.array([sum(1 / k for k in range(1, int(n) + 1)) for n in N.ravel()]).reshape(N.shape)
         return N ** -0.5 / np.sqrt(1 + 2 * H)
-    if scheme == "ReZero":
+    if scheme == "rezero":
         return np.zeros_like(N)
     raise ValueError(f"scheme={scheme!r}: choose one of {', '.join(DEPTH_SCHEMES)}")
 
 
-def depth_multipliers(options: dict, n_layers: int, task, batch, seed: int = 0, **model_kw) -> np.ndarray:
-    """:func:`branch_multipliers` of one fresh decoder-only LM built with ``options`` (a value
-    of :data:`DEPTH_SCHEMES`); ``batch`` is also Admin's profiling batch."""
-    from ..nn.model import build_model
-
-    cfg = lm_config(options, task, n_layers, **model_kw)
-    m = build_model(cfg, batch=batch if cfg.init == "admin" else None, seed=seed)
+def depth_multipliers(scheme: str, n_layers: int, task, batch, seed: int = 0, **model_kw) -> np.ndarray:
+    """:func:`branch_multipliers` of one fresh decoder-only LM of ``scheme`` (e.g. one of
+    :data:`DEPTH_SCHEMES`) with ``n_layers`` layers; ``batch`` is also Admin's profiling batch."""
+    m = build_scheme(scheme, task, 0, n_layers, batch=batch, seed=seed, **model_kw)
     return branch_multipliers(m, batch)["ratio"]
 
 
-__all__ = ["saturated_share", "saturated_share_gaussian", "dyt_inputs", "dyt_saturation", "PLACEMENTS", "lm_config", "placement_diagnostics",
-           "DEPTH_SCHEMES", "branch_multipliers", "depth_factor", "depth_multipliers"]
+__all__ = ["saturated_share", "saturated_share_gaussian", "dyt_inputs", "dyt_saturation", "PLACEMENT_SCHEMES",
+           "placement_diagnostics", "DEPTH_SCHEMES", "branch_multipliers", "depth_factor", "depth_multipliers"]

@@ -26,51 +26,17 @@ import numpy as np
 import sympy as sp
 import torch
 
-from ..nn.config import ModelConfig
+from ..nn.config import SCHEMES
 from ..nn.constants import deepnorm_constants
 from ..nn.hooks import mode
-from .change import output_change, stack_output
+from ..nn.model import build_scheme
+from .change import output_change, perturbation_seed, stack_output
 from .dependency import layer_dependency
 from .gradients import sublayer_grad_norms
 
-# ----------------------------------------------------------------- the schemes compared
-# name -> (placement, init). "xavier" is the plain Post-LN Transformer; Lipschitz init is
-# defined for Xu et al.'s v1 order, which is Post-LN; T-Fixup drops the LayerNorms.
-SCHEMES = {
-    "xavier": ("post", "xavier"),
-    "pre": ("pre", "xavier"),
-    "t-fixup": ("none", "t-fixup"),
-    "lipschitz": ("post", "lipschitz"),
-    "admin": ("admin", "admin"),
-    "rezero": ("rezero", "rezero"),
-    "deepnorm": ("deepnorm", "deepnorm"),
-}
-INITIALISERS = ("xavier", "t-fixup", "lipschitz", "admin", "rezero", "deepnorm")  # the explorer's choices
-LABELS = {"xavier": "Post-LN (Xavier)", "pre": "Pre-LN (Xavier)", "t-fixup": "T-Fixup (no LN)",
-          "lipschitz": "Lipschitz (Post-LN)", "admin": "Admin", "rezero": "ReZero", "deepnorm": "DeepNorm"}
-COLOR_KEYS = {"xavier": "post"}  # tfx.book.plot.COLORS key of each scheme (default: its own name)
-
-
-def _check_scheme(scheme: str):
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme={scheme!r} is not a scheme; choose one of: {', '.join(SCHEMES)}")
-
-
-def scheme_config(scheme: str, task, n_enc: int, n_dec: int | None = None, **model_kw) -> ModelConfig:
-    """The ModelConfig of ``scheme`` (a key of SCHEMES) for ``task``: n_enc encoder and
-    n_dec decoder layers (default n_dec = n_enc), sizes from ``model_kw``."""
-    _check_scheme(scheme)
-    placement, init = SCHEMES[scheme]
-    return ModelConfig.for_task(task, n_enc=n_enc, n_dec=n_enc if n_dec is None else n_dec,
-                                placement=placement, init=init, **model_kw)
-
-
-def build(scheme: str, task, n_enc: int, n_dec: int | None = None, batch=None, seed: int = 0, **model_kw):
-    """A fresh model of ``scheme``; ``batch`` feeds Admin's profiling pass."""
-    from ..nn.model import build_model
-
-    cfg = scheme_config(scheme, task, n_enc, n_dec, **model_kw)
-    return build_model(cfg, batch=batch if cfg.init == "admin" else None, seed=seed)
+# The schemes compared are keys of tfx.nn.config.SCHEMES ("post" is the plain Post-LN Transformer
+# with Xavier init; Lipschitz init is defined for Xu et al.'s v1 order, which is Post-LN; T-Fixup
+# drops the LayerNorms), built by tfx.nn.model.build_scheme.
 
 
 # ----------------------------------------------------------------- ReZero (RZ-1)
@@ -214,15 +180,16 @@ def init_diagnostics(scheme: str, depth: int, task, batch, seed: int = 0, n_dec:
     encoder and ``n_dec`` (default ``depth``) decoder layers, on ``batch`` (which is also
     Admin's profiling batch): output change (random δ of ``scale`` × std, and one Adam
     step at ``lr``), the encoder's β_{i,j}, the per-sub-layer gradient profile and the
-    distance from the identity map. Sizes from ``model_kw`` (e.g. ``P.model_kwargs()``)."""
-    m = build(scheme, task, depth, n_dec, batch=batch, seed=seed, **model_kw)
+    distance from the identity map. ``scheme``: a key of :data:`tfx.nn.config.SCHEMES`. Sizes
+    from ``model_kw`` (e.g. ``P.model_kwargs()``)."""
+    m = build_scheme(scheme, task, depth, depth if n_dec is None else n_dec, batch=batch, seed=seed, **model_kw)
     with torch.no_grad():
         m.eval()
         out_norm_sq = float(stack_output(m, batch).pow(2).sum(-1).mean())
     g = sublayer_grad_norms(m, batch)
     return InitDiagnostics(
         scheme=scheme, depth=depth, seed=seed,
-        out_change=output_change(m, batch, "random", scale=scale, seed=1000 + seed),
+        out_change=output_change(m, batch, "random", scale=scale, seed=perturbation_seed(seed)),
         out_change_adam=output_change(m, batch, "adam", lr=lr),
         out_norm_sq=out_norm_sq,
         beta=layer_dependency(m, batch)["encoder"]["beta"],
@@ -235,8 +202,9 @@ def init_diagnostics(scheme: str, depth: int, task, batch, seed: int = 0, n_dec:
 def init_diagnostics_grid(schemes, depths, task, batch, seeds: int = 1, **kw) -> dict:
     """``{(scheme, depth): [InitDiagnostics for seed 0 … seeds−1]}`` for every scheme and
     depth: the data behind the chapter's figures and every state of its explorer."""
-    for s in schemes:
-        _check_scheme(s)
+    unknown = [s for s in schemes if s not in SCHEMES]
+    if unknown:
+        raise ValueError(f"schemes {unknown} are not schemes; choose from: {', '.join(SCHEMES)}")
     return {(s, n): [init_diagnostics(s, n, task, batch, seed=k, **kw) for k in range(seeds)]
             for s in schemes for n in depths}
 
@@ -247,7 +215,7 @@ def grid_mean(grid: dict, scheme: str, attr: str) -> tuple:
     return np.array(depths), np.array([np.mean([getattr(d, attr) for d in grid[scheme, n]]) for n in depths])
 
 
-__all__ = ["SCHEMES", "INITIALISERS", "LABELS", "scheme_config", "build", "identity_gap",
+__all__ = ["identity_gap",
            "deepnorm_update_sum", "deepnorm_balance",
            "derive_deepnorm", "use_deepnorm_convention_", "InitDiagnostics", "init_diagnostics",
            "init_diagnostics_grid", "grid_mean"]
