@@ -103,6 +103,16 @@ def test_the_venv_installs_the_book_toolchain_pins():
     names = {line.split("==")[0].lower() for line in pins}
     assert {"sphinx", "myst-nb", "myst-parser", "sphinx-book-theme", "docutils", "pydata-sphinx-theme"} <= names
     assert all("==" in line for line in pins)
+    # every pin installs on the oldest Python the README names (soupsieve 4.1 needs 3.11.5: left to pip)
+    from packaging.specifiers import SpecifierSet
+
+    for line in pins:
+        name = line.split("==")[0]
+        try:
+            needs = metadata.metadata(name).get("Requires-Python")
+        except metadata.PackageNotFoundError:
+            continue
+        assert not needs or SpecifierSet(needs).contains("3.11.0"), f"{line} needs Python {needs}"
     req = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
            if "==" in line and not line.startswith("#")}
     assert not names & req, f"pinned twice: {names & req}"

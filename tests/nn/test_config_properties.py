@@ -6,7 +6,7 @@ raise a ValueError naming the field — never a TypeError, never accepted — an
 values drawn from what it must accept (including NumPy scalars, paths and
 torch.device objects) are accepted and stored as plain, JSON-safe Python values.
 
-The specification below is written independently of tfx/config.py. A new field
+The specification below is written independently of tfx/nn/config.py. A new field
 needs one line in MODEL_SPEC or TRAIN_SPEC: the coverage tests fail until it has one.
 """
 from __future__ import annotations
