@@ -32,6 +32,39 @@ def test_the_floor_moves_the_line_and_the_excess_is_the_quality():
     assert outcome.learned_level(3.0, 1.0) == pytest.approx(2.5)
 
 
+def _curve(*losses, every=50):
+    return {"eval_step": [every * (i + 1) for i in range(len(losses))], "eval_loss": list(losses)}
+
+
+@pytest.mark.parametrize("losses, verdict", [
+    ((2.9, 2.8, 2.7, 2.6, 2.5), "still learning"),  # 2.5 is 3.8 % below 2.6 at step 200 (≤ 250 − 50)
+    ((2.9, 2.8, 2.6, 2.6, 2.59), "did not learn"),  # 0.4 %: a plateau
+    ((2.9, 2.5, 2.4, 2.4, 2.7), "did not learn"),  # rising at the end: stuck, not slow
+    ((2.9, 2.8, 2.7, 2.2, 2.0), "learned"),  # past the line (2.25), whatever the slope
+    ((2.9, 2.8, 2.7, 2.6, 2.6 * 0.995), "did not learn"),  # 0.5 %: not more than STILL_FALLING
+    ((2.9, 2.8, 2.7, 2.6, 2.6 * 0.985), "still learning"),
+])
+def test_slow_is_told_from_failed_by_the_last_fifth_of_the_run(losses, verdict):
+    """Short of the line, a run whose held-out loss fell > 1 % over the last fifth is still
+    learning (slow); flat or rising, it did not learn (failed). Read both ways."""
+    h = History(status="did not learn", chance_loss=3.0, floor_loss=0.0, **_curve(*losses))
+    out = outcome.judge(h)
+    assert out.verdict == verdict
+    assert (out.verdict == "still learning") == (outcome.still_falling(h) is not None) or out.verdict == "learned"
+    if verdict == "still learning":
+        assert "still falling" in out.reason and "step 200" in out.reason
+        assert verdict not in outcome.FAILED
+
+
+def test_too_few_evaluations_cannot_be_called_still_learning():
+    h = History(status="did not learn", chance_loss=3.0, **_curve(2.9, 2.6, every=250))  # steps 250, 500
+    assert outcome.still_falling(h) is not None  # 250 is a fifth or more before 500
+    one = History(status="did not learn", chance_loss=3.0, **_curve(2.6))
+    assert outcome.still_falling(one) is None and outcome.judge(one).verdict == "did not learn"
+    close = History(status="did not learn", chance_loss=3.0, eval_step=[450, 500], eval_loss=[2.9, 2.6])
+    assert outcome.still_falling(close) is None  # 450 is not a fifth of the run before 500
+
+
 def test_a_diverged_run_stays_diverged_whatever_its_last_loss():
     h = _hist([0.1], status="diverged", diverged_step=7, reason="step 7: loss nan is not finite")
     out = outcome.judge(h)
@@ -47,7 +80,7 @@ def test_summarize_counts_and_shows_every_seed():
     runs = [_hist([0.5]), _hist([2.9]), _hist([0.7]), _hist([0.1], status="diverged")]
     s = outcome.summarize(runs)
     assert s["verdicts"] == ["learned", "did not learn", "learned", "diverged"]
-    assert s["counts"] == {"learned": 2, "did not learn": 1, "diverged": 1} and s["n"] == 4
+    assert s["counts"] == {"learned": 2, "still learning": 0, "did not learn": 1, "diverged": 1} and s["n"] == 4
     assert s["median"] == 0.7 and (s["low"], s["high"]) == (0.5, 2.9)
     assert outcome.describe(runs) == "learned 2/4, did not learn 1/4, diverged 1/4 · held-out loss 0.700 (0.500–2.900)"
 

@@ -124,6 +124,22 @@ def test_run_keys_survive_a_commit_that_does_not_touch_the_trainer(tmp_path):
         assert sweep.code_hash(changed) != before, f"a change to {rel}'s code must change the hash"
 
 
+def test_the_outcome_rule_is_judged_on_reading_not_hashed(tmp_path):
+    """The trainer imports the outcome rule, but a record's numbers do not depend on it and
+    every record is judged again when read: a changed rule (here the learned line) keeps every
+    run key, and without the leave-out it would not."""
+    from tfx.runs import codeversion as code
+
+    pkg = _copy(tmp_path)
+    before = code.code_hash(pkg)
+    assert "runs/outcome.py" not in [f.relative_to(pkg).as_posix() for f in code.training_files(pkg)]
+    _edit(pkg, "runs/outcome.py", "LEARNED_SHARE = 0.25", "LEARNED_SHARE = 0.3")
+    assert code.code_hash(pkg) == before
+    graph = code.import_graph(pkg)
+    assert "tfx.runs.outcome" in code.closure(["tfx.runs.train"], graph)  # imported, left out by name
+    assert "tfx.runs.outcome" not in code.closure(["tfx.runs.train"], graph, leave_out=code.JUDGED_ON_READING)
+
+
 def test_a_module_the_trainer_starts_to_import_joins_the_hash(tmp_path):
     from tfx.runs import codeversion as code
 

@@ -27,9 +27,13 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # tfx/
 
-# Where a run's numbers come from: the trainer (optimiser step, divergence rule, probes, the
-# outcome it records), the model and its initialisers, and the tasks' data.
+# Where a run's numbers come from: the trainer (optimiser step, divergence rule, probes), the
+# model and its initialisers, and the tasks' data.
 TRAINING_ROOTS = ("tfx.runs.train", "tfx.nn.model", "tfx.runs.data", "tfx.runs.corpus", "tfx.runs.lm")
+# What the trainer imports but no number depends on: the outcome rule only names how a finished
+# run ended, and every record is judged again by the current rule when it is read
+# (tfx.runs.results.read → outcome.rejudge), so a change of the rule retrains nothing.
+JUDGED_ON_READING = ("tfx.runs.outcome",)
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -70,9 +74,10 @@ def import_graph(root: Path = PACKAGE) -> dict:
     return {module_name(f, root): imports_of(f, root, modules) for f in files}
 
 
-def closure(roots, graph: dict) -> list[str]:
-    """The modules reachable from ``roots`` in ``graph`` (the roots included), sorted."""
-    seen, todo = set(), [r for r in roots]
+def closure(roots, graph: dict, leave_out=()) -> list[str]:
+    """The modules reachable from ``roots`` in ``graph`` (the roots included), sorted; the
+    modules in ``leave_out`` are neither counted nor followed."""
+    seen, todo = set(leave_out), [r for r in roots]
     unknown = [r for r in roots if r not in graph]
     if unknown:
         raise ValueError(f"roots {unknown} are not modules of the package (known: {len(graph)} modules)")
@@ -82,7 +87,7 @@ def closure(roots, graph: dict) -> list[str]:
             continue
         seen.add(m)
         todo.extend(graph[m])
-    return sorted(seen)
+    return sorted(seen - set(leave_out))
 
 
 def _path_of(module: str, root: Path) -> Path:
@@ -92,10 +97,12 @@ def _path_of(module: str, root: Path) -> Path:
 
 
 def training_files(root: Path = PACKAGE) -> list[Path]:
-    """The files whose code trains a run: the import closure of :data:`TRAINING_ROOTS`."""
+    """The files whose code trains a run: the import closure of :data:`TRAINING_ROOTS`, less
+    :data:`JUDGED_ON_READING`."""
     root = Path(root)
-    roots = [root.name + m.partition(".")[1] + m.partition(".")[2] for m in TRAINING_ROOTS]
-    return [_path_of(m, root) for m in closure(roots, import_graph(root))]
+    named = lambda m: root.name + m.partition(".")[1] + m.partition(".")[2]  # noqa: E731  (tfx → root's name)
+    return [_path_of(m, root) for m in closure([named(m) for m in TRAINING_ROOTS], import_graph(root),
+                                               leave_out=[named(m) for m in JUDGED_ON_READING])]
 
 
 def code_text(source: str) -> str:

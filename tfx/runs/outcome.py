@@ -19,8 +19,13 @@ and says one of
   learned        L closed at least LEARNED_SHARE of the gap from chance to the floor:
                  (C − L) / (C − F) ≥ 1/4, and, on a translation task (BLEU measured), its
                  greedy translations of held-out sentences score BLEU ≥ MIN_BLEU
-  did not learn  anything else: the run finished but, held out, stayed nearer chance (or
-                 translated nothing of its source)
+  still learning the run has not reached that line, but its held-out loss is still falling:
+                 the last evaluation is more than STILL_FALLING (1 %) below the last one at
+                 least a fifth of the run earlier (:func:`still_falling`). Slow, not failed:
+                 the run was stopped, not stuck
+  did not learn  anything else: the run finished short of the line with its held-out loss
+                 flat or rising over the last fifth (a plateau), or translated nothing of its
+                 source. Only this and ``diverged`` are failures
 
 The continuous numbers stay beside the verdict: ``loss``, ``excess = L − F`` (the quality:
 how far above the best achievable) and ``gap_closed = (C − L)/(C − F)``.
@@ -31,7 +36,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-OUTCOMES = ("learned", "did not learn", "diverged")
+OUTCOMES = ("learned", "still learning", "did not learn", "diverged")
+FAILED = ("did not learn", "diverged")  # the outcomes that may be called a failure
 # The share of the chance→floor gap a run must close, held out, to have learned. A quarter,
 # not a half: on real text the floor (the text's own entropy) is unknown, so F = 0 stands in
 # for it, and a model that translates (BLEU 16 at 4.1 nats against a unigram chance of 6.3)
@@ -41,6 +47,13 @@ OUTCOMES = ("learned", "did not learn", "diverged")
 # past the share.
 LEARNED_SHARE = 0.25
 MIN_BLEU = 1.0  # translation: held-out BLEU below this means the output ignores the source
+# Slow or stuck? A run short of the line is still learning while its held-out loss fell by more
+# than STILL_FALLING (relative) over the last LAST_SHARE of its steps: 1 % is above the jitter of
+# a run on a plateau (the held-out batches are the same at every evaluation, so only the weights
+# move the number), and a fifth of the run spans at least one earlier evaluation in every book
+# profile (eval_every ≤ steps / 5).
+STILL_FALLING = 0.01
+LAST_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -89,9 +102,40 @@ def judge(run) -> Outcome:
                        f"the source (held-out loss {loss:.4g}, chance {chance:.4g})")
     if out.gap_closed >= LEARNED_SHARE:
         return out
+    fall = still_falling(h)
+    if fall is not None:
+        return Outcome("still learning", loss, chance, floor,
+                       f"held-out loss {loss:.4g} closed {out.gap_closed:.0%} of the gap from chance {chance:.4g} to "
+                       f"the floor {floor:.4g} and was still falling: {fall:.1%} lower than at step {_ref_step(h)}")
     return Outcome("did not learn", loss, chance, floor,
                    f"held-out loss {loss:.4g} closed {out.gap_closed:.0%} of the gap from chance "
                    f"{chance:.4g} to the floor {floor:.4g} (learned: ≥ {LEARNED_SHARE:.0%})")
+
+
+def _ref_step(h):
+    """The last evaluation at least LAST_SHARE of the run before the final one (None if none)."""
+    steps = list(getattr(h, "eval_step", []) or [])
+    if len(steps) < 2:
+        return None
+    end = steps[-1]
+    earlier = [s for s in steps[:-1] if s <= end - LAST_SHARE * end]
+    return earlier[-1] if earlier else None
+
+
+def still_falling(run) -> float | None:
+    """How much the held-out loss fell over the last fifth of the run, as a share of where it
+    was, (L_ref − L_end) / L_ref, if that is more than STILL_FALLING; else None (flat, rising,
+    or too few evaluations to tell). L_ref is the last evaluation at or before step
+    (1 − LAST_SHARE)·end."""
+    h = _history(run)
+    ref = _ref_step(h)
+    if ref is None:
+        return None
+    end, start = float(h.eval_loss[-1]), float(h.eval_loss[list(h.eval_step).index(ref)])
+    if not (math.isfinite(end) and math.isfinite(start)) or start <= 0:
+        return None
+    fall = (start - end) / start
+    return fall if fall > STILL_FALLING else None
 
 
 def learned_level(chance: float, floor: float = 0.0) -> float:
