@@ -9,7 +9,8 @@ theory probe where a run records one; it never draws.
     experiment  an experiment file (experiments/NAME.toml), checked field by field
     sweep       many runs in process (run_grid) or from a file (python -m tfx.sweep)
     results     the records a sweep writes, one JSON line per finished run
-    outcome     the one rule that says whether a run learned, did not, or diverged
+    outcome     the one rule: a run learned, is still learning, did not learn, or diverged
+    effects     paired effects over seeds with 95 % intervals; each scheme at its best rate
     sensitivity final loss against the learning rate: a recipe's LR sensitivity
     compare     two settings of a sweep, seed by seed (does a setting need warmup?)
     lm          the English text a decoder-only language model reads
