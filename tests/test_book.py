@@ -107,6 +107,44 @@ def test_claims_page_is_generated_and_in_the_toc():
         assert f"\n## {c.id}\n" in page.read_text(encoding="utf-8")
 
 
+def test_every_glued_status_is_a_word_of_the_vocabulary():
+    """A chapter glues ``status-<ID>`` through claims.glue_status; whatever its saved output says
+    must be one of claims.STATUSES, and the page pastes it in the status column."""
+    found = claims.statuses(ROOT)
+    bad = {i: s for i, (_, s) in found.items() if s not in claims.STATUSES}
+    assert not bad, f"statuses outside {claims.STATUSES}: {bad}"
+    page = claims.render_page(ROOT)
+    for i, (stem, _) in found.items():
+        assert f"{stem}.ipynb::status-{i}:s" in page
+
+
+def test_statuses_are_read_from_a_chapters_saved_glue(tmp_path):
+    """The reader of glued statuses, on a one-cell chapter: the value myst-nb saved (a repr)."""
+    out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "status-WU-1", "mime_prefix": ""}},
+           "data": {"text/plain": "'reproduces in part'"}}
+    nb = {"cells": [{"cell_type": "code", "source": "", "metadata": {}, "outputs": [out], "execution_count": 1}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "11-x.ipynb").write_text(json.dumps(nb))
+    assert claims.statuses(tmp_path) == {"WU-1": ("11-x", "reproduces in part")}
+
+
+def test_a_claims_status_follows_from_its_verdicts_and_bad_words_are_refused():
+    R, X, N = "reproduces", "reversed", "not resolved at this scale"
+    assert claims.status_of([R, R]) == "reproduces"
+    assert claims.status_of([R, N, X]) == "reproduces in part"
+    assert claims.status_of([N, X]) == claims.status_of([N]) == "does not reproduce"
+    with pytest.raises(ValueError, match="verdicts="):
+        claims.status_of(["holds"])
+    with pytest.raises(ValueError, match="verdicts="):
+        claims.status_of([])
+    with pytest.raises(ValueError, match="status='holds' for WU-1 must be one of"):
+        claims.glue_status("WU-1", "holds")
+    with pytest.raises(ValueError, match="claim_id='XX-9' is not a claim"):
+        claims.glue_status("XX-9", "reproduces")
+    assert claims.glue_status("WU-1", "reproduces in part") == "reproduces in part"
+
+
 def test_the_claims_command_scans_the_repository_by_default():
     """``python -m tfx.book.claims`` with no argument prints this checkout's page: every chapter
     and every claim test found (its root was tfx/ once, which has neither)."""

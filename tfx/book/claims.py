@@ -12,6 +12,9 @@ paraphrased from the papers). Where the book checks it is *found*, never typed:
   ``claim-<ID>`` (``glue("claim-TF-1", f"…")``), which the page picks up without an entry
   here.
 
+* **status**: one word of :data:`STATUSES`, which a chapter glues as ``status-<ID>`` with
+  :func:`glue_status` (for a training claim, from its effects' verdicts by :func:`status_of`).
+
 ``python -m tfx.book.claims [book/claims.md]`` writes the book's appendix page
 "Claims and how they are checked"; ``tests/test_book.py`` fails when the page, the
 registry, the tests and the chapters disagree.
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..runs.shipped import checkout_root
-from .notebook import glued_names
+from .notebook import glue, glued_names
 
 ROOT = checkout_root()  # the repository (book/, tests/ beside tfx/); None for an installed copy
 ID = re.compile(r"\b([A-Z]{2})-(\d+)\b")
@@ -257,6 +260,34 @@ CLAIMS = [
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 
+# A claim's status, from one vocabulary (../shared/claims.md, "How a training claim is checked"):
+# "not testable at this scale" is for a setting the paper itself says shows nothing, or one
+# this book's scale cannot reach, and is said with the measurement that shows why.
+STATUSES = ("reproduces", "reproduces in part", "does not reproduce", "not testable at this scale")
+
+
+def status_of(verdicts) -> str:
+    """A claim's status from the verdicts of the comparisons that test it
+    (:data:`tfx.runs.effects.VERDICTS`): every one reproduces → 'reproduces'; some do →
+    'reproduces in part'; none → 'does not reproduce'."""
+    from ..runs.effects import VERDICTS
+
+    verdicts = list(verdicts)
+    unknown = [v for v in verdicts if v not in VERDICTS]
+    if not verdicts or unknown:
+        raise ValueError(f"verdicts={verdicts!r} must be a non-empty list of {VERDICTS}")
+    hits = sum(v == VERDICTS[0] for v in verdicts)
+    return STATUSES[0] if hits == len(verdicts) else STATUSES[1] if hits else STATUSES[2]
+
+
+def glue_status(claim_id: str, status: str) -> str:
+    """Glue ``status-<ID>`` for the claims page (a word of :data:`STATUSES`); returns it."""
+    if claim_id not in BY_ID:
+        raise ValueError(f"claim_id={claim_id!r} is not a claim of tfx/book/claims.py (known: {', '.join(BY_ID)})")
+    if status not in STATUSES:
+        raise ValueError(f"status={status!r} for {claim_id} must be one of {STATUSES}")
+    return glue(f"status-{claim_id}", status)
+
 
 def _sources(nb_path: Path, kinds=("markdown", "code")) -> list[str]:
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
@@ -289,6 +320,32 @@ def glued_keys(nb_path: Path) -> set:
     """Names the notebook's saved outputs glue (myst-nb stores them as metadata.scrapbook.name)."""
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
     return glued_names(o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", []))
+
+
+def glued_text(nb_path: Path, name: str) -> str | None:
+    """The value a notebook's saved outputs glued under ``name``, as text (None if none)."""
+    import ast
+
+    cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+    for c in cells:
+        for o in c.get("outputs", []) if c["cell_type"] == "code" else ():
+            if (o.get("metadata") or {}).get("scrapbook", {}).get("name") == name:
+                text = "".join(o.get("data", {}).get("text/plain", ""))
+                try:
+                    return str(ast.literal_eval(text))
+                except (ValueError, SyntaxError):
+                    return text
+    return None
+
+
+def statuses(root: Path = ROOT) -> dict:
+    """``{claim id: (chapter stem, status)}`` for every ``status-<ID>`` the chapters glue."""
+    out = {}
+    for nb in chapters(root):
+        for name in sorted(glued_keys(nb)):
+            if name.startswith("status-") and name[len("status-"):] in BY_ID:
+                out[name[len("status-"):]] = (nb.stem, glued_text(nb, name))
+    return out
 
 
 def template_keys(template: str) -> list:
@@ -328,15 +385,28 @@ def render_page(root: Path = ROOT) -> str:
         "(`pytest -k LN_1` runs one). The papers' statements are paraphrased in `tfx/book/claims.py`;",
         "everything else on this page is found in the code, the tests and the chapters.",
         "",
-        "| id | claim | chapters | test |",
-        "|---|---|---|---|",
+        "A claim's **status** is one of: *reproduces*, *reproduces in part*, *does not reproduce*,",
+        "*not testable at this scale* (a setting the paper itself says shows nothing, or one this",
+        "book's scale cannot reach). A training claim's status follows from paired effects over",
+        "at least five seeds and their 95 % intervals (`tfx.runs.effects`); a check that follows",
+        "from the construction is named a *derivation check* and is never the evidence for a claim.",
+        "",
+        "| id | claim | status | chapters | test |",
+        "|---|---|---|---|---|",
     ]
+    judged = statuses(root)
+
+    def status(c):
+        if c.id in judged:
+            return _paste(judged[c.id][0], "{status-" + c.id + "}")
+        return "context" if c.context else "not yet judged"
+
     for c in CLAIMS:
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
         test = "yes" if c.id in tests else ("context" if c.context else "no test yet")
         statement = c.statement.replace("|", "\\|")
         nobreak = c.id.replace("-", "\u2011")  # a non-breaking hyphen keeps 'LN-1' on one line
-        out.append(f"| {{ref}}`{nobreak} <claim-{c.id.lower()}>` | {statement} | {chaps} | {test} |")
+        out.append(f"| {{ref}}`{nobreak} <claim-{c.id.lower()}>` | {statement} | {status(c)} | {chaps} | {test} |")
     for c in CLAIMS:
         cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "none yet"
@@ -350,6 +420,7 @@ def render_page(root: Path = ROOT) -> str:
             f"{c.statement} ({cites}, {c.where})",
             "",
             f"- **Prediction:** {c.prediction}",
+            f"- **Status:** {status(c)}",
             f"- **Measured:** {measurement(c, root)}",
             f"- **Chapters:** {chaps}",
             f"- **Test:** {test}",
