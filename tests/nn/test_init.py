@@ -61,6 +61,33 @@ def test_t_fixup_scale_factors():
         torch.testing.assert_close(ratio(get), torch.full_like(ratio(get), want), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("init, weights, embeddings", [("t-fixup-weights", True, False),
+                                                       ("t-fixup-embeddings", False, True)])
+def test_t_fixup_ablations_apply_one_factor_each(init, weights, embeddings):
+    """TF-2's ablation: each keeps one of T-Fixup's two factors and leaves the other at Xavier."""
+    xav = build_model(_cfg(placement="none"), seed=3)
+    full = build_model(_cfg(placement="none", init="t-fixup"), seed=3)
+    part = build_model(_cfg(placement="none", init=init), seed=3)
+    for get, applied in ((lambda m: m.encoder.layers[1].self_attn.f.v_proj.weight, weights),
+                         (lambda m: m.decoder.layers[2].ffn.f.fc2.weight, weights),
+                         (lambda m: m.src_embed.tok.weight, embeddings),
+                         (lambda m: m.tgt_embed.tok.weight, embeddings)):
+        torch.testing.assert_close(get(part), get(full if applied else xav))
+        assert not torch.equal(get(full), get(xav))  # the factor is there to leave out
+
+
+def test_lipschitz_linears_keep_xaviers_embeddings():
+    """LP-3's ablation: Xu et al.'s linear rule, U(±sqrt(1/isize)), with Xavier's embeddings."""
+    xav = build_model(_cfg(), seed=5)
+    lip = build_model(_cfg(init="lipschitz"), seed=5)
+    part = build_model(_cfg(init="lipschitz-linears"), seed=5)
+    torch.testing.assert_close(part.src_embed.tok.weight, xav.src_embed.tok.weight)
+    assert not torch.equal(lip.src_embed.tok.weight, xav.src_embed.tok.weight)
+    for lin in (part.encoder.layers[0].self_attn.f.q_proj, part.decoder.layers[1].ffn.f.fc2):
+        l = math.sqrt(1 / lin.in_features)
+        assert lin.weight.abs().max() <= l and lin.weight.std().item() == pytest.approx(l / math.sqrt(3), rel=0.03)
+
+
 def test_lipschitz_bounds():
     """LP-3: embeddings U(±sqrt(2/(esize+vsize))), linears U(±sqrt(1/isize))."""
     m = build_model(_cfg(init="lipschitz"))

@@ -23,11 +23,12 @@ COLORS = {
 LABELS = {
     "post": "Post-LN (Xavier)", "pre": "Pre-LN (Xavier)", "admin": "Admin",
     "admin-profiling-free": "Admin (profiling-free)", "t-fixup": "T-Fixup (no LN)",
-    "lipschitz": "Lipschitz (Post-LN)", "rezero": "ReZero", "deepnorm": "DeepNorm",
+    "t-fixup-weights": "T-Fixup, weights only", "t-fixup-embeddings": "T-Fixup, embeddings only",
+    "lipschitz": "Lipschitz (Post-LN)", "lipschitz-linears": "Lipschitz linears, Xavier embeddings", "rezero": "ReZero", "deepnorm": "DeepNorm",
     "peri-ln": "Peri-LN", "output-norm": "output-norm", "sub-ln": "Sub-LN",
     "ln-scaling": "Pre-LN, 1/√ℓ", "dyt": "Pre-DyT", "depth-mup": "depth-μP",
 }
-STATUS_MARKERS = {"diverged": "x", "did not learn": "v"}
+STATUS_MARKERS = {"diverged": "x", "did not learn": "v", "still learning": ">"}
 
 STYLE = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 110, "savefig.dpi": 110,

@@ -37,7 +37,12 @@ POSITIONS = ("sinusoidal", "learned")
 INITS = {
     "xavier": None,
     "t-fixup": ("none",),
+    # T-Fixup's two factors one at a time (an ablation: which of them lets a no-LN model train)
+    "t-fixup-weights": ("none",),
+    "t-fixup-embeddings": ("none",),
     "lipschitz": None,
+    # Xu et al.'s rule for the linear layers only, Xavier's embeddings (an ablation of LP-3)
+    "lipschitz-linears": None,
     "admin": ("admin",),
     "admin-profiling-free": ("admin",),
     "deepnorm": ("deepnorm",),
@@ -53,7 +58,10 @@ SCHEMES = {
     "admin": {"placement": "admin", "init": "admin"},  # profiled ω (liu2020admin)
     "admin-profiling-free": {"placement": "admin", "init": "admin-profiling-free"},  # admin-torch's ω
     "t-fixup": {"placement": "none", "init": "t-fixup"},  # no norm (huang2020tfixup)
+    "t-fixup-weights": {"placement": "none", "init": "t-fixup-weights"},  # ablations of T-Fixup
+    "t-fixup-embeddings": {"placement": "none", "init": "t-fixup-embeddings"},
     "lipschitz": {"placement": "post", "init": "lipschitz"},  # Xu et al.'s v1 order is Post-LN
+    "lipschitz-linears": {"placement": "post", "init": "lipschitz-linears"},  # an ablation of it
     "rezero": {"placement": "rezero", "init": "rezero"},
     "deepnorm": {"placement": "deepnorm", "init": "deepnorm"},
     "peri-ln": {"placement": "peri-ln"},  # kim2025periln

@@ -83,33 +83,42 @@ def xavier(model):
 
 
 @torch.no_grad()
-def t_fixup(model):
+def t_fixup(model, weights: bool = True, embeddings: bool = True):
     """T-Fixup (Huang et al. 2020), for models with no normalisation (placement 'none').
 
     Xavier everywhere, embeddings N(0, d^{-1/2}); then
       encoder: embeddings × (9 N_e)^{-1/4};  v_proj, out_proj, fc1, fc2 × 0.67 N_e^{-1/4}
       decoder: embeddings × (9 N_d)^{-1/4};  v_proj, out_proj, fc1, fc2 (self- and
                cross-attention) × (9 N_d)^{-1/4}
-    q_proj and k_proj are left as they are. Meant to train with no warmup."""
+    q_proj and k_proj are left as they are. Meant to train with no warmup.
+
+    ``weights=False`` or ``embeddings=False`` leaves that factor out (the initialisers
+    't-fixup-embeddings' and 't-fixup-weights': an ablation, not the paper's scheme)."""
     xavier(model)
     stacks = _stack_embeddings(model)
     n = {name: len(stack.layers) for name, stack, _ in stacks}
     factors = tfixup_scale_factors(n.get("encoder", 0), n.get("decoder", 0))
     for name, stack, emb in stacks:
-        emb.tok.weight.mul_(factors[name]["embedding"])
-        for w in value_output_ffn(stack):
-            w.mul_(factors[name]["weights"])
+        if embeddings:
+            emb.tok.weight.mul_(factors[name]["embedding"])
+        if weights:
+            for w in value_output_ffn(stack):
+                w.mul_(factors[name]["weights"])
 
 
 @torch.no_grad()
-def lipschitz(model):
+def lipschitz(model, embeddings: bool = True):
     """Lipschitz-constrained initialisation (Xu et al. 2020, §4).
 
     Embeddings U(−e, e) with e = sqrt(2 / (esize + vsize)); every linear layer
     U(−l, l) with l = sqrt(1 / isize) (isize its input width); biases 0. Keeps the
     standard deviation of each residual sum ≤ 1 so that, in the v1 (Post-LN) order,
     the LayerNorm does not shrink the carried residual (w/σ ≥ 1). The half-widths are
-    ``tfx.nn.constants.lipschitz_init_bounds``'s."""
+    ``tfx.nn.constants.lipschitz_init_bounds``'s.
+
+    ``embeddings=False`` keeps Xavier's embeddings, N(0, d^{-1/2}) (the initialiser
+    'lipschitz-linears': an ablation, not the paper's scheme). The linear rule alone is Xavier
+    rescaled to the variance l²/3 = 1/(3·isize): a uniform draw of one variance is one draw."""
     xavier(model)  # norms, ω, α, positions
     for m in model.modules():
         if isinstance(m, nn.Linear):
@@ -117,7 +126,7 @@ def lipschitz(model):
             nn.init.uniform_(m.weight, -bound, bound)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.Embedding):
+        elif isinstance(m, nn.Embedding) and embeddings:
             e = lipschitz_embedding_bound(m.embedding_dim, m.num_embeddings)
             nn.init.uniform_(m.weight, -e, e)
 
@@ -218,7 +227,10 @@ def admin_profiling_free(model):
 INITIALISERS = {
     "xavier": lambda model, batch: xavier(model),
     "t-fixup": lambda model, batch: t_fixup(model),
+    "t-fixup-weights": lambda model, batch: t_fixup(model, embeddings=False),
+    "t-fixup-embeddings": lambda model, batch: t_fixup(model, weights=False),
     "lipschitz": lambda model, batch: lipschitz(model),
+    "lipschitz-linears": lambda model, batch: lipschitz(model, embeddings=False),
     "admin": admin,
     "admin-profiling-free": lambda model, batch: admin_profiling_free(model),
     "deepnorm": lambda model, batch: deepnorm(model),
