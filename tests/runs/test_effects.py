@@ -39,6 +39,22 @@ def test_the_verdict_follows_from_the_interval_and_the_predicted_side(diffs, exp
     assert e.agreeing == sum((d < 0) if expect == "lower" else (d > 0) for d in diffs)
 
 
+@pytest.mark.parametrize("diffs, verdict", [
+    ([0.01, -0.02, 0.0, 0.015, -0.005], "reproduces"),  # the interval inside ±0.05
+    ([0.2, 0.3, 0.25, 0.22, 0.28], "reversed"),  # all of it above +0.05: they differ
+    ([0.01, 0.2, -0.1, 0.05, 0.0], "not resolved at this scale"),
+])
+def test_equal_is_an_equivalence_test_inside_a_stated_margin(diffs, verdict):
+    e = effects.paired(dict(enumerate(diffs)), dict.fromkeys(range(5), 0.0), "equal", margin=0.05)
+    assert e.verdict == verdict and "within ±0.05" in e.describe()
+    assert effects.paired(dict(enumerate(diffs)), dict.fromkeys(range(5), 0.0), "equal", margin=1.0).verdict \
+        == "reproduces"  # the margin is what decides
+    with pytest.raises(ValueError, match="margin="):
+        effects.paired({0: 1.0}, {0: 0.0}, "equal")
+    with pytest.raises(ValueError, match="margin="):
+        effects.paired({0: 1.0}, {0: 0.0}, "higher", margin=0.1)
+
+
 def test_few_seeds_are_said_and_one_seed_has_no_interval():
     e = effects.paired({0: 1.0, 1: 1.2, 2: 1.1}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")
     assert not e.enough_seeds and "fewer than 5 seeds" in e.describe()

@@ -27,6 +27,11 @@ shows each seed's difference, so a reader sees when one seed drives it.
     reversed                     it excludes 0 on the other side
     not resolved at this scale   it contains 0
 
+A claim that two settings end alike (``expect="equal"``, with a ``margin`` that counts as
+alike, stated with the comparison) reproduces when the whole interval lies inside ±margin
+(an equivalence test), is reversed when the whole interval lies outside it on one side, and
+is not resolved otherwise.
+
 **Each scheme at its own best rate.** Schemes whose weights differ in scale take different
 steps at one learning rate (with Adam the relative step is lr / weight scale), so a fair
 comparison puts each at the rate where it does best: :func:`best_rate` picks, per group of a
@@ -47,7 +52,7 @@ from .results import final_eval_loss, select
 from .sensitivity import start_loss
 
 VERDICTS = ("reproduces", "reversed", "not resolved at this scale")
-EXPECT = ("lower", "higher")
+EXPECT = ("lower", "higher", "equal")
 CONFIDENCE = 0.95
 MIN_SEEDS = 5  # the book's floor for a verdict (../shared/claims.md, "How a training claim is checked")
 
@@ -73,6 +78,7 @@ class Effect:
     high: float
     p: float  # two-sided p of the one-sample t test (mean difference 0)
     unit: str = "nats"
+    margin: float = 0.0  # expect='equal': how far apart still counts as alike
 
     @property
     def n(self) -> int:
@@ -81,6 +87,12 @@ class Effect:
     @property
     def verdict(self) -> str:
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return VERDICTS[2]
+        if self.expect == "equal":
+            if -self.margin <= self.low and self.high <= self.margin:
+                return VERDICTS[0]
+            if self.low > self.margin or self.high < -self.margin:
+                return VERDICTS[1]
             return VERDICTS[2]
         sign = -1 if self.expect == "lower" else 1
         if sign * self.low > 0 and sign * self.high > 0:
@@ -95,7 +107,9 @@ class Effect:
 
     @property
     def agreeing(self) -> int:
-        """How many seeds' differences lie on the predicted side of 0."""
+        """How many seeds' differences lie on the predicted side of 0 (inside ±margin for 'equal')."""
+        if self.expect == "equal":
+            return sum(abs(d) <= self.margin for d in self.diffs.values())
         sign = -1 if self.expect == "lower" else 1
         return sum(sign * d > 0 for d in self.diffs.values())
 
@@ -104,17 +118,22 @@ class Effect:
         unit = f" {self.unit}" if self.unit else ""
         ci = (f"95 % CI {fmt.format(self.low)} to {fmt.format(self.high)}" if math.isfinite(self.low)
               else "no interval from one seed")
+        side = f"within ±{self.margin:g}" if self.expect == "equal" else self.expect
         few = "" if self.enough_seeds else f"; fewer than {MIN_SEEDS} seeds"
-        return f"{fmt.format(self.mean)}{unit} ({ci}; {self.agreeing} of {self.n} seeds {self.expect}{few})"
+        return f"{fmt.format(self.mean)}{unit} ({ci}; {self.agreeing} of {self.n} seeds {side}{few})"
 
 
-def paired(a_values: dict, b_values: dict, expect: str, a: str = "a", b: str = "b", unit: str = "nats") -> Effect:
+def paired(a_values: dict, b_values: dict, expect: str, a: str = "a", b: str = "b", unit: str = "nats",
+           margin: float = 0.0) -> Effect:
     """The effect of ``a`` against ``b`` from ``{seed: value}`` on each side, over the seeds both
-    have. ``expect``: 'lower' if the claim predicts a below b, 'higher' if above."""
+    have. ``expect``: 'lower' if the claim predicts a below b, 'higher' if above, 'equal' if
+    within ±``margin``."""
     from scipy import stats
 
     if expect not in EXPECT:
         raise ValueError(f"expect={expect!r} must be one of {EXPECT}")
+    if (expect == "equal") != (margin > 0):
+        raise ValueError(f"margin={margin!r}: give a margin > 0 with expect='equal' and only then")
     seeds = sorted(set(a_values) & set(b_values))
     if not seeds:
         raise ValueError(f"no seed is on both sides: {a} has {sorted(a_values)}, {b} has {sorted(b_values)}")
@@ -133,7 +152,7 @@ def paired(a_values: dict, b_values: dict, expect: str, a: str = "a", b: str = "
         res = stats.ttest_1samp(d, 0.0)
         ci = res.confidence_interval(CONFIDENCE)
         low, high, p = float(ci.low), float(ci.high), float(res.pvalue)
-    return Effect(a, b, expect, diffs, mean, low, high, p, unit)
+    return Effect(a, b, expect, diffs, mean, low, high, p, unit, margin)
 
 
 def per_seed(records, value=end_loss, **point) -> dict:
