@@ -1,0 +1,104 @@
+"""tfx.book.evidence: the comparisons that test each training claim, read from records."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from tfx.book import evidence
+from tfx.book.evidence import Comparison
+
+
+def _rec(seed, loss, rate, **point):
+    h = SimpleNamespace(chance_loss=6.0, floor_loss=0.0, eval_loss=[5.0, loss], eval_step=[50, 100], bleu=[],
+                        status="finished", reason="", diverged_step=0, steps_done=100, start_loss=6.0,
+                        loss=[6.0], step=[1])
+    return SimpleNamespace(seed=seed, point=point, history=h, train_config=SimpleNamespace(lr=rate, steps=100),
+                           config=SimpleNamespace(d_model=64, n_enc=2, n_dec=2))
+
+
+def _grid(best: dict, floor: dict, arch=("A", "B"), warm=("none", "warm"), seeds=5):
+    """Loss = floor + |log10 lr − log10 best| per (arch, warmup), plus a little per seed."""
+    out = []
+    for a in arch:
+        for w in warm:
+            for lr in ("1e-4", "1e-3", "1e-2", "1e-1"):
+                for s in range(seeds):
+                    loss = floor[a, w] + abs(math.log10(float(lr)) - math.log10(best[a, w])) + 0.013 * s * (s % 2)
+                    out.append(_rec(s, loss, float(lr), arch=a, warmup=w, lr=lr))
+    return out
+
+
+BEST = {("A", "none"): 1e-3, ("A", "warm"): 1e-2, ("B", "none"): 1e-2, ("B", "warm"): 1e-2}
+FLOOR = {("A", "none"): 1.5, ("A", "warm"): 1.0, ("B", "none"): 1.0, ("B", "warm"): 1.0}
+
+
+def _load(recs):
+    return lambda experiment, profile: recs
+
+
+def test_own_rate_reads_each_side_at_its_best_rate():
+    recs = _grid(BEST, FLOOR)
+    c = Comparison("WU-1", "A ends higher without warmup", "x", "warmup", "none", "warm", "higher", {"arch": "A"},
+                   own_rate=True)
+    e = c.effect(recs)
+    assert (e.a, e.b) == ("none @ 1e-3", "warm @ 1e-2") and e.mean == pytest.approx(0.5)
+    assert e.verdict == "reproduces"
+    shared = Comparison("WU-1", "at one rate", "x", "warmup", "none", "warm", "higher", {"arch": "A", "lr": "1e-3"})
+    assert shared.effect(recs).mean == pytest.approx(0.5 - 1.0)  # at 1e-3 the warm side is off its best
+
+
+def test_a_contrast_is_a_difference_of_differences():
+    """Warmup helps A by 0.5 at the best rates and B by 0: the contrast is 0.5 − 0."""
+    recs = _grid(BEST, FLOOR)
+    c = Comparison("WU-1", "warmup helps A more than B", "x", "warmup", "none", "warm", "higher", {"arch": "A"},
+                   own_rate=True, contrast={"arch": "B"})
+    e = c.effect(recs)
+    assert e.mean == pytest.approx(0.5) and "minus at arch=B" in e.a
+    plain = Comparison("WU-1", "-", "x", "warmup", "none", "warm", "higher", {"arch": "B"}, own_rate=True)
+    assert plain.effect(recs).mean == pytest.approx(0.0)
+
+
+def test_lr_sensitivity_reads_each_seeds_whole_curve():
+    recs = _grid(BEST, FLOOR)
+    c = Comparison("AD-3", "A is more sensitive", "x", "arch", "A", "B", "higher", {"warmup": "none"},
+                   measure="LR sensitivity")
+    e = c.effect(recs)
+    # A's curve: 1.5 + (1, 0, 1, 2) (seed 0), capped at L₀ = 6: mean − min = 1; B's: 1 + (2, 1, 0, 1): 1
+    assert e.diffs[0] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="own_rate"):
+        Comparison("AD-3", "-", "x", "arch", "A", "B", "higher", measure="LR sensitivity", own_rate=True)
+
+
+def test_bad_registrations_are_refused_by_name():
+    with pytest.raises(ValueError, match="claim='XX-1'"):
+        Comparison("XX-1", "-", "x", "a", "b", "c", "higher")
+    with pytest.raises(ValueError, match="measure='accuracy'"):
+        Comparison("WU-1", "-", "x", "a", "b", "c", "higher", measure="accuracy")
+    with pytest.raises(ValueError, match="claim='LN-1' has no registered comparison"):
+        evidence.evaluate("LN-1")
+
+
+def test_status_and_the_claims_page_line_come_from_the_registered_comparisons(monkeypatch):
+    recs = _grid(BEST, FLOOR)
+    comps = [Comparison("WU-1", "A ends higher without warmup", "x", "warmup", "none", "warm", "higher",
+                        {"arch": "A"}, own_rate=True),
+             Comparison("WU-1", "B ends higher without warmup", "x", "warmup", "none", "warm", "higher",
+                        {"arch": "B"}, own_rate=True)]
+    monkeypatch.setitem(evidence.BY_CLAIM, "WU-1", comps)
+    assert [e.verdict for _, e in evidence.evaluate("WU-1", load=_load(recs))] == \
+        ["reproduces", "not resolved at this scale"]
+    assert evidence.status("WU-1", load=_load(recs)) == "reproduces in part"
+    line = evidence.describe("WU-1", load=_load(recs))
+    assert "A ends higher without warmup: +0.50 nats (95 % CI" in line and "d 64, 2+2 layers, 100 steps, 5 seeds" in line
+
+
+def test_every_registered_comparison_names_axes_and_variants_of_its_experiment():
+    from tfx.runs.experiment import Experiment
+
+    for c in evidence.COMPARISONS:
+        grid = {a: [v for v, _ in vs] for a, vs in Experiment.load(c.experiment).grid("book").items()}
+        assert c.axis in grid and {c.a, c.b} <= set(grid[c.axis]), c
+        for k, v in {**c.point, **c.contrast}.items():
+            assert k in grid and v in grid[k], (c, k, v)

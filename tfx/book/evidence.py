@@ -1,0 +1,200 @@
+"""Which recorded comparisons test each training claim: the one registry that the chapters,
+the claim tests and the claims page read.
+
+    for comp, e in evidence.evaluate("WU-1"):           # each Comparison with its Effect
+        print(comp.says, e.describe(), e.verdict)
+    evidence.status("WU-1")                              # 'reproduces in part'
+    evidence.glue_claim("WU-1")                          # glues claim-WU-1 and status-WU-1
+
+A :class:`Comparison` names an experiment (``experiments/NAME.toml``), the axis it compares
+along, the two variants, the direction the claim predicts (``expect``), the point that fixes
+the other axes, and what is measured per seed (:data:`MEASURES`): the held-out loss at the end
+of a run, or a number of a seed's whole learning-rate curve (its LR sensitivity). With
+``own_rate`` each side is read at its own best learning rate (:func:`tfx.runs.effects.best_rate`);
+with ``contrast`` the effect is a difference of differences: the same comparison at another
+point subtracted seed by seed (does warmup help Post-LN *more than* it helps Pre-LN?). The
+effect, its 95 % interval and the verdict come from :mod:`tfx.runs.effects`; a claim's status
+from its comparisons' verdicts by :func:`tfx.book.claims.status_of`, unless the claim is
+registered in :data:`NOT_TESTABLE` with the measurement that shows why.
+"""
+from __future__ import annotations
+
+import functools
+import statistics
+from dataclasses import dataclass, field
+
+from ..runs import effects, results, sensitivity
+from ..runs.effects import Effect
+from .claims import BY_ID, glue_status, status_of
+from .notebook import glue
+
+
+def _end_losses(records, **point) -> dict:
+    return effects.per_seed(records, effects.end_loss, **point)
+
+
+def _lr_sensitivity(records, **point) -> dict:
+    s = sensitivity.summarize(results.select(records, **point))
+    return {seed: v["sensitivity"] for seed, v in s["per_seed"].items()}
+
+
+# measure name -> (per-seed values at a point, whether the point leaves the learning rate free)
+MEASURES = {
+    "end loss": (_end_losses, False),  # held-out loss at the end (L₀ if the run diverged)
+    "LR sensitivity": (_lr_sensitivity, True),  # Wortsman et al.'s, over the seed's learning-rate curve
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One paired comparison that tests a claim (module docstring)."""
+
+    claim: str
+    says: str  # what a reproduction shows, in words: 'Post-LN ends higher without warmup'
+    experiment: str
+    axis: str
+    a: str
+    b: str
+    expect: str  # 'lower', 'higher' (a against b) or 'equal' (within ±margin)
+    point: dict = field(default_factory=dict)
+    measure: str = "end loss"
+    own_rate: bool = False  # each side at its own best learning rate
+    contrast: dict = field(default_factory=dict)  # subtract the same comparison at point | contrast
+    margin: float = 0.0
+
+    def __post_init__(self):
+        if self.claim not in BY_ID:
+            raise ValueError(f"claim={self.claim!r} is not a claim of tfx/book/claims.py")
+        if self.measure not in MEASURES:
+            raise ValueError(f"measure={self.measure!r} must be one of {list(MEASURES)}")
+        if self.own_rate and MEASURES[self.measure][1]:
+            raise ValueError(f"own_rate: the measure {self.measure!r} already reads every learning rate")
+
+    @property
+    def unit(self) -> str:
+        return "nats"
+
+    def values(self, records, variant: str, extra: dict | None = None) -> tuple[str, dict]:
+        """(name, {seed: value}) of ``variant`` at this comparison's point (and ``extra``)."""
+        point = {**self.point, **(extra or {}), self.axis: variant}
+        name = variant
+        if self.own_rate:
+            best = effects.best_rate(records, **point)
+            point[effects.lr_axis(records)] = best.variant
+            name = f"{variant} @ {best.variant}"
+        per_seed, _ = MEASURES[self.measure]
+        return name, per_seed(records, **point)
+
+    def effect(self, records) -> Effect:
+        (na, va), (nb, vb) = self.values(records, self.a), self.values(records, self.b)
+        if self.contrast:
+            (_, ca), (_, cb) = self.values(records, self.a, self.contrast), self.values(records, self.b, self.contrast)
+            seeds = set(va) & set(vb) & set(ca) & set(cb)
+            va = {s: va[s] - ca[s] for s in seeds}
+            vb = {s: vb[s] - cb[s] for s in seeds}
+            where = ", ".join(f"{k}={v}" for k, v in self.contrast.items())
+            na, nb = f"{na} (minus at {where})", f"{nb} (minus at {where})"
+        return effects.paired(va, vb, self.expect, na, nb, self.unit, self.margin)
+
+
+# What the book measures for each training claim, at the book profile's scale. A comparison
+# says what a reproduction would show; the verdict says whether the records show it.
+COMPARISONS = [
+    # WU-1, Xiong et al. §3.2: Post-LN needs warmup, and Pre-LN does not (chapters 11, 12)
+    Comparison("WU-1", "at 2+2 layers, Post-LN's final loss is more sensitive to the learning rate without "
+                       "warmup than with it", "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
+               {"architecture": "Post-LN", "depth": "2 layers"}, measure="LR sensitivity"),
+    Comparison("WU-1", "at 2+2 layers, warmup lowers Post-LN's LR sensitivity more than Pre-LN's",
+               "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
+               {"architecture": "Post-LN", "depth": "2 layers"}, measure="LR sensitivity",
+               contrast={"architecture": "Pre-LN"}),
+    Comparison("WU-1", "at 6+6 layers, Post-LN at its best rate ends higher without warmup than with it",
+               "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
+               {"architecture": "Post-LN", "depth": "6 layers"}, own_rate=True),
+    # WU-2, Xiong et al. §4: Pre-LN trains without warmup, and faster (chapter 11)
+    Comparison("WU-2", "Pre-LN without warmup ends lower after 200 steps than Pre-LN with Post-LN's longest "
+                       "warmup", "warmup-fixes", "fix", "Pre-LN, Adam", "Pre-LN, Adam, warmup", "lower"),
+    # AD-3, Liu et al.: with warmup, deep Post-LN fails where Pre-LN and Admin train (chapter 12)
+    Comparison("AD-3", "at 6+6 layers with warmup, Post-LN's final loss is more sensitive to the learning "
+                       "rate than Pre-LN's", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
+               {"warmup": "warmup", "depth": "6 layers"}, measure="LR sensitivity"),
+    Comparison("AD-3", "at 6+6 layers with warmup, Post-LN at its best rate ends higher than Pre-LN at its own",
+               "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True),
+    Comparison("AD-3", "at 6+6 layers with warmup, Post-LN at its best rate ends higher than Admin at its own",
+               "lr-sensitivity", "architecture", "Post-LN", "Admin", "higher",
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True),
+    Comparison("AD-3", "at 6+6 layers with warmup, Admin at its best rate ends lower than Pre-LN at its own "
+                       "(the quality half)", "lr-sensitivity", "architecture", "Admin", "Pre-LN", "lower",
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True),
+    # GV-2, Liu et al. §3: removing the decoder's vanishing gradient (a Pre-LN decoder) alone does
+    # not make deep Post-LN train like Pre-LN (chapter 12)
+    Comparison("GV-2", "at 6+6 layers with warmup, a Post-LN encoder with a Pre-LN decoder ends higher than "
+                       "Pre-LN", "depth", "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN", "higher",
+               {"depth": "6 layers"}),
+]
+BY_CLAIM: dict = {}
+for _c in COMPARISONS:
+    BY_CLAIM.setdefault(_c.claim, []).append(_c)
+
+# Claims the book's scale cannot test, with why (shown on the claims page beside the measurement).
+NOT_TESTABLE: dict = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _records(experiment: str, profile: str) -> tuple:
+    return tuple(results.load(experiment, profile))
+
+
+def records(experiment: str, profile: str = "book") -> list:
+    """The recorded runs of ``experiment`` in ``profile`` (read once per process)."""
+    recs = list(_records(experiment, profile))
+    if not recs:
+        raise FileNotFoundError(f"no records of experiments/{experiment}.toml in the {profile} profile: run "
+                                f"python -m tfx.sweep experiments/{experiment} --profile {profile}")
+    return recs
+
+
+def evaluate(claim: str, profile: str = "book", load=records) -> list[tuple[Comparison, Effect]]:
+    """Every comparison registered for ``claim`` with its effect, from the recorded sweeps."""
+    if claim not in BY_CLAIM:
+        raise ValueError(f"claim={claim!r} has no registered comparison (registered: {', '.join(BY_CLAIM)})")
+    return [(c, c.effect(load(c.experiment, profile))) for c in BY_CLAIM[claim]]
+
+
+def status(claim: str, profile: str = "book", load=records) -> str:
+    if claim in NOT_TESTABLE:
+        return "not testable at this scale"
+    return status_of(e.verdict for _, e in evaluate(claim, profile, load))
+
+
+def scale(recs) -> str:
+    """'d 64, 6+6 layers, 400 steps, 5 seeds': the size of the runs a verdict rests on."""
+    def one(attr):
+        vals = sorted({attr(r) for r in recs})
+        return "/".join(str(v) for v in vals)
+
+    depth = one(lambda r: f"{r.config.n_enc}+{r.config.n_dec}" if r.config.n_enc else f"{r.config.n_dec}")
+    return (f"d {one(lambda r: r.config.d_model)}, {depth} layers, {one(lambda r: r.train_config.steps)} steps, "
+            f"{len({r.seed for r in recs})} seeds")
+
+
+def describe(claim: str, profile: str = "book", load=records) -> str:
+    """One line per comparison: what it tests, the effect with its interval, the verdict."""
+    lines = []
+    for c, e in evaluate(claim, profile, load):
+        recs = results.select(load(c.experiment, profile), **{k: v for k, v in c.point.items()})
+        lines.append(f"{c.says}: {e.describe()}, {e.verdict} ({scale(recs)}; experiments/{c.experiment}.toml)")
+    return "; ".join(lines)
+
+
+def glue_claim(claim: str, profile: str = "book", load=records) -> str:
+    """Glue ``claim-<ID>`` (the measurement line of the claims page) and ``status-<ID>``."""
+    text = describe(claim, profile, load)
+    glue(f"claim-{claim}", text)
+    glue_status(claim, status(claim, profile, load))
+    return text
+
+
+def median(values) -> float:
+    return statistics.median(values)
