@@ -46,3 +46,26 @@ def test_chapter_10s_explorer_offers_initialisers_each_on_its_scheme():
     assert set(widgets.INIT_DIAGNOSTICS) <= set(INITS)
     for init, scheme in widgets.INIT_DIAGNOSTICS.items():
         assert ModelConfig(**SCHEMES[scheme]).init == init
+
+
+def test_effects_plot_draws_every_seed_the_interval_and_the_verdict_colour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tfx.runs import effects
+
+    up = effects.paired({s: 1.0 + 0.1 * s for s in range(5)}, dict.fromkeys(range(5), 0.0), "higher")
+    flat = effects.paired({s: (-1) ** s * 0.3 for s in range(5)}, dict.fromkeys(range(5), 0.0), "higher")
+    fig, ax = plt.subplots()
+    plot.effects_plot(ax, [("warmup helps", up), ("no effect", flat)], title="t")
+    lines = ax.get_lines()
+    dots = [ln for ln in lines if ln.get_marker() == "o"]
+    assert sorted(len(ln.get_xdata()) for ln in dots) == [5, 5]  # every seed
+    bars = [ln for ln in lines if ln.get_linestyle() == "-" and len(ln.get_xdata()) == 2]
+    assert sorted(tuple(ln.get_xdata()) for ln in bars) == sorted([(up.low, up.high), (flat.low, flat.high)])
+    colours = {ln.get_color() for ln in dots}
+    assert colours == {"#1b9e77", "#777777"}  # reproduces, not resolved
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["no effect", "warmup helps"]
+    plt.close(fig)

@@ -205,3 +205,28 @@ def lr_curves(ax, records, archs, title: str = "", axis: str = "architecture", c
             ax.axhline(h.floor_loss, color="0.5", ls="--", lw=1, label="floor")
     ax.set_xscale("log")
     ax.set(xlabel="learning rate", ylabel="held-out loss at the end (nats)", title=title)
+
+
+def effects_plot(ax, items, title: str = "", xlabel: str = "paired difference (nats)"):
+    """A forest plot of paired effects (:class:`tfx.runs.effects.Effect`): one row per
+    ``(label, effect)`` of ``items``, every seed's difference as a dot, the mean as a bar tick
+    and its 95 % interval as a line; 0 dashed. A row's colour says its verdict: green where it
+    reproduces the claim, red where it is reversed, grey where the interval holds 0."""
+    verdict_colors = {"reproduces": "#1b9e77", "reversed": "#d62728", "not resolved at this scale": "#777777"}
+    items = list(items)
+    for row, (label, e) in enumerate(items):
+        y = len(items) - 1 - row
+        c = verdict_colors[e.verdict]
+        ax.plot(list(e.diffs.values()), [y] * e.n, "o", ms=4, color=c, alpha=0.55, zorder=2)
+        if e.low == e.low:  # an interval exists (more than one seed)
+            ax.plot([e.low, e.high], [y, y], "-", lw=2.5, color=c, zorder=3)
+        ax.plot([e.mean], [y], "|", ms=14, mew=2.5, color=c, zorder=4)
+        if e.expect == "equal":
+            ax.axvspan(-e.margin, e.margin, ymin=0, ymax=1, color="0.9", zorder=0)
+    ax.axvline(0, color="0.4", ls="--", lw=1, zorder=1)
+    ax.set_yticks(range(len(items)), [label for label, _ in reversed(items)], fontsize=8)
+    ax.set_ylim(-0.6, len(items) - 0.4)
+    ax.set_xlabel(xlabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
