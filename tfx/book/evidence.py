@@ -20,7 +20,6 @@ registered in :data:`NOT_TESTABLE` with the measurement that shows why.
 from __future__ import annotations
 
 import functools
-import statistics
 from dataclasses import dataclass, field
 
 from ..runs import effects, results, sensitivity, traces
@@ -266,7 +265,3 @@ def glue_claim(claim: str, profile: str = "book", load=records) -> str:
     glue(f"claim-{claim}", text)
     glue_status(claim, status(claim, profile, load))
     return text
-
-
-def median(values) -> float:
-    return statistics.median(values)
