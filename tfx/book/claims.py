@@ -330,7 +330,8 @@ def glued_text(nb_path: Path, name: str) -> str | None:
     for c in cells:
         for o in c.get("outputs", []) if c["cell_type"] == "code" else ():
             if (o.get("metadata") or {}).get("scrapbook", {}).get("name") == name:
-                text = "".join(o.get("data", {}).get("text/plain", ""))
+                data = o.get("data", {})  # myst-nb: application/papermill.record/text/plain
+                text = "".join(next((v for k, v in data.items() if k.endswith("text/plain")), ""))
                 try:
                     return str(ast.literal_eval(text))
                 except (ValueError, SyntaxError):
