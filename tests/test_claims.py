@@ -29,7 +29,9 @@ from tfx.runs.experiment import Experiment
 
 def test_LN_1_jacobian_spectral_norm():
     """J_LN = (√d/s)(I − 11ᵀ/d − ccᵀ/s²) and ‖J_LN‖₂ = √d/s, s² = ‖x−μ‖² + d·eps:
-    sympy derivation, autograd vs formula to 1e-5 relative, log-log slope −1."""
+    sympy derivation and autograd vs formula to 1e-5 relative (the evidence; a formula with
+    ‖x‖ for ‖x−μ‖, Lemma 3 as the paper states it, fails it on the offset inputs used here).
+    The log-log slope −1 is a *derivation check*: LN(tx) = LN(x) makes any formula's slope −1."""
     assert jacobian.derive_layernorm_jacobian(d=3, with_eps=True).equal
     assert all(jacobian.derive_layernorm_jacobian_spectrum(small_d=(3,)).checks.values())
     g = torch.Generator().manual_seed(0)
@@ -43,6 +45,8 @@ def test_LN_1_jacobian_spectral_norm():
                 assert float((J - J_formula).norm() / J_formula.norm()) < 1e-5
                 s = float(((x - x.mean()) ** 2).sum() + d * eps) ** 0.5
                 assert jacobian.ln_jacobian_norm(x, eps=eps) == pytest.approx(d**0.5 / s, rel=1e-5)
+                if eps == 0.0 and scale == 0.01:  # counter-example: the uncentred √d/‖x‖ fails
+                    assert jacobian.ln_jacobian_norm(x, eps=eps) > 10 * d**0.5 / float(x.norm())
     # ‖J‖ against ‖x‖ on a log-log scale: a line of slope −1 (eps = 0)
     u = torch.randn(64, generator=g, dtype=torch.float64)
     norms = np.logspace(-1, 3, 9)
@@ -91,38 +95,50 @@ def test_LN_3_hidden_norms_lemma2():
         assert 0.95 * lo / d <= pre[l - 1] <= 1.05 * hi / d, (l, pre)
     slope = fit.fit_linear(np.arange(1, N + 1), pre)[0]
     assert 0.5 <= slope <= 1.5, slope
+    # counter-example: a lemma without the FFN's d/2 (1.0 d) or with the whole d (2.0 d) fails
+    assert all(np.any(np.abs(post / wrong - 1) >= 0.1) for wrong in (1.0, 2.0))
 
 
 def test_LN_4_last_ffn_gradient_vs_depth():
-    """Theorem 1: ‖∂L/∂W^{2,N}‖_F ∝ N^k with k = 0 (Post-LN) and k = −1/2 (Pre-LN).
-    Fitted on N ∈ {3, 6, 12, 24}, 4 seeds: Post-LN |k| ≤ 0.25, Pre-LN k < −0.2
-    (measured −0.28 … −0.34), and Pre-LN below Post-LN at every depth."""
+    """Theorem 1: ‖∂L/∂W^{2,N}‖_F ∝ N^k with k = 0 (Post-LN) and k = −1/2 (Pre-LN). One
+    exponent per seed over N ∈ {3, 6, 12, 24} (5 seeds), 95 % interval (the criterion of
+    chapter 4, fixed before the run: the predicted exponent inside the interval). Post-LN's
+    half reproduces (0 inside). Pre-LN's does not at this scale, the recorded status
+    'reproduces in part': its interval lies below 0 but above −1/2 (the embedding's offset
+    explains part of it). Counter-example: the same criterion accepts an exact N^(−1/2) curve
+    with the measured seed-to-seed scatter, so the Pre-LN miss is the measurement's."""
     task = tfx.synthetic("reverse", length=12)
     depths = (3, 6, 12, 24)
-    kw = dict(d_model=64, n_heads=4, d_ffn=256, seeds=4, batch_size=32)
-    last = {pl: np.array([gradients.ffn_grad_profiles(task, pl, N, **kw)[:, -1].mean() for N in depths])
+    kw = dict(d_model=64, n_heads=4, d_ffn=256, seeds=5, batch_size=32)
+    last = {pl: np.array([gradients.ffn_grad_profiles(task, pl, N, **kw)[:, -1] for N in depths])
             for pl in ("post", "pre")}
-    k_post = fit.fit_loglog(depths, last["post"])[0]
-    k_pre = fit.fit_loglog(depths, last["pre"])[0]
-    assert abs(k_post - gradients.expected_exponent("post")) <= 0.25, (k_post, last)
-    assert k_pre < -0.2, (k_pre, last)
-    assert np.all(last["pre"] < last["post"])
+    iv = {pl: fit.exponent_interval(depths, last[pl]) for pl in last}
+    assert iv["post"]["low"] <= gradients.expected_exponent("post") <= iv["post"]["high"], iv["post"]
+    assert iv["pre"]["high"] < 0 and iv["pre"]["low"] > gradients.expected_exponent("pre"), iv["pre"]
+    assert np.all(last["pre"].mean(1) < last["post"].mean(1))
+    scatter = last["pre"] / last["pre"].mean(1, keepdims=True)          # the seeds' relative noise
+    ideal = np.array(depths, dtype=float)[:, None] ** -0.5 * scatter
+    ok = fit.exponent_interval(depths, ideal)
+    assert ok["low"] <= -0.5 <= ok["high"], ok
 
 
-def test_LN_5_per_layer_gradient_profile():
-    """Per-layer ‖∂L/∂W^{2,l}‖ at init, N = 12, 4 seeds. What holds at this size:
-    Pre-LN falls toward the output (Spearman ≤ −0.9, top/bottom ≤ 0.6; the paper
-    shows it about flat), Post-LN does not fall (top/bottom ≥ 0.9, the paper: it
-    rises), so its top/bottom ratio is ≥ 2× Pre-LN's and its Spearman correlation
-    with the layer index exceeds Pre-LN's by ≥ 0.8."""
+def test_LN_5_per_layer_gradient_profile_does_not_reproduce_for_pre_ln():
+    """Fig. 3(a, b): per-layer ‖∂L/∂W^{2,l}‖ at init, N = 12, width 128 (the book profile's: at
+    width 64 Post-LN's rise is not resolved), 5 seeds, judged as chapter 4
+    does (gradients.profile_shape: the 95 % interval over seeds of the log-log slope against
+    the layer index; "about flat" within ±0.1). The registered prediction is Post-LN rises,
+    Pre-LN about flat. Recorded status 'reproduces in part': Post-LN rises; Pre-LN *falls*
+    toward the output (the opposite of flat), which this test asserts as measured.
+    Counter-example: a flat profile with the measured scatter is judged 'about flat'."""
     task = tfx.synthetic("reverse", length=12)
-    kw = dict(d_model=64, n_heads=4, d_ffn=256, seeds=4, batch_size=32)
-    st = {pl: fit.profile_stats(gradients.ffn_grad_profiles(task, pl, 12, **kw).mean(0)) for pl in ("post", "pre")}
-    assert st["pre"]["spearman"] <= -0.9 and st["pre"]["last_over_first"] <= 0.6, st
-    assert st["post"]["last_over_first"] >= 0.9, st
-    assert st["post"]["last_over_first"] >= 2 * st["pre"]["last_over_first"], st
-    assert st["post"]["spearman"] >= st["pre"]["spearman"] + 0.8, st
-
+    kw = dict(d_model=128, n_heads=4, d_ffn=512, seeds=5, batch_size=32)
+    layers = np.arange(1, 13)
+    prof = {pl: gradients.ffn_grad_profiles(task, pl, 12, **kw) for pl in ("post", "pre")}
+    iv = {pl: fit.exponent_interval(layers, prof[pl].T) for pl in prof}
+    assert gradients.profile_shape(iv["post"]) == "rises", iv["post"]
+    assert gradients.profile_shape(iv["pre"]) == "falls", iv["pre"]   # the paper: about flat
+    flat = np.ones(12) * (prof["pre"] / prof["pre"].mean(0))            # no trend, same noise
+    assert gradients.profile_shape(fit.exponent_interval(layers, flat.T)) == "about flat"
 
 
 # ============================================================== GV-1 … GV-3, AM-1, AM-2, AD-1, AD-2
@@ -164,6 +180,32 @@ def test_GV_1_only_post_ln_decoder_gradients_vanish():
     assert across_cross < 0.85 < elsewhere
 
 
+def test_GV_1_holds_in_an_encoder_decoder_not_for_an_encoder_alone():
+    """The claim's scope (chapter 5): the same Post-LN encoder keeps its gradient under a
+    decoder (bottom/top ≥ 0.9) but loses some alone (bottom/top < 0.8), because its attention
+    branches pass back less than they add forward (g < v) when the gradient differs from
+    position to position; under a decoder it arrives common-mode. Recorded status of GV-1:
+    'reproduces in part'. (1 + g)/(1 + v), measured per sub-layer, predicts both within ×1.5."""
+    batch = _AM_TASK.batch(0, 16)
+    N = 8
+    res = {}
+    for n_dec in (0, N):
+        rows = []
+        for s in (0, 1, 2):
+            m = _am_model(N, n_dec, seed=s, placement="post")
+            norm = gradients.sublayer_grad_norms(m, batch)["encoder"]["norm"]
+            gains = gradients.sublayer_gains(m, batch)["encoder"]
+            attn = np.array(gains["kinds"]) == "self-attn"
+            rows.append((norm[0] / norm[-1], gains["backward_gain"][attn].mean() / gains["forward_gain"][attn].mean(),
+                         gains["common_mode"][-1], np.prod(gains["measured"]) / np.prod(gains["predicted"])))
+        res[n_dec] = np.mean(rows, axis=0)
+    alone, under = res[0], res[N]
+    assert under[0] >= 0.9 and alone[0] < 0.8, res
+    assert alone[1] < 0.95 < under[1], res          # attention: g/v
+    assert alone[2] < 0.5 < under[2], res           # common-mode share at the top
+    assert 2 / 3 < alone[3] < 1.5 and 2 / 3 < under[3] < 1.5, res
+
+
 def test_GV_2_fixing_vanishing_alone_does_not_stabilise():
     """Table 1: a Post-LN encoder with a Pre-LN decoder has no vanishing gradients, yet at a
     depth and learning rate where Post/Post fails it does not train like Pre/Pre. N 6+6,
@@ -183,21 +225,26 @@ def test_GV_2_fixing_vanishing_alone_does_not_stabilise():
 
 
 def test_GV_3_adam_equalises_update_sizes_sgd_does_not():
-    """Fig. 5: the attention matrices' gradient norms spread over decades; Adam's updates
-    over 10 steps are within a small factor of each other, SGD's inherit the gradients'
-    spread. Spread = log10 of the 90th/10th percentile ratio."""
+    """Fig. 5, where the check can fail: between checkpoints 40 steps apart (steps 40 → 80),
+    over every attention and FFN matrix (square and non-square), update and gradient sizes as
+    RMS per coordinate. The gradients spread over > 1 decade; Adam equalises the updates
+    (gradients.equalises: update spread ≤ ½ the gradient spread), SGD does not. Over the first
+    step the same criterion holds for Adam by construction (lr·sign(g)): a derivation check.
+    Counter-example: SGD's updates fail the criterion that Adam's pass."""
     m = _am_model(6, 6, placement="post")
-    adam = gradients.grad_update_sizes(m, _AM_TASK, "adam", lr=1e-4, steps=10, batch_size=16)
-    sgd = gradients.grad_update_sizes(m, _AM_TASK, "sgd", lr=1e-2, steps=10, batch_size=16)
-    g_spread = fit.log_spread(adam["grad"])
-    assert g_spread > 1.5
-    assert fit.log_spread(adam["update"]) < 0.3
-    assert fit.log_spread(sgd["update"]) > 0.7 * fit.log_spread(sgd["grad"])
+    adam = gradients.update_balance(m, _AM_TASK, "adam", lr=1e-4, window=(40, 80), batch_size=16)
+    sgd = gradients.update_balance(m, _AM_TASK, "sgd", lr=1e-2, window=(40, 80), batch_size=16)
+    assert fit.log_spread(adam["grad"]) > 1.0
+    assert gradients.equalises(adam), (fit.log_spread(adam["update"]), fit.log_spread(adam["grad"]))
+    assert not gradients.equalises(sgd), (fit.log_spread(sgd["update"]), fit.log_spread(sgd["grad"]))
+    first = gradients.update_balance(m, _AM_TASK, "adam", lr=1e-4, window=(0, 1), batch_size=16)
+    assert fit.log_spread(first["update"]) < fit.log_spread(adam["update"])  # the window matters
 
 
 def test_AM_1_layer_dependency_post_concentrated_pre_uniform():
     """§4.1, Fig. 7 (6 layers = 12 sub-layers, at init): Pre-LN's last row is roughly
-    uniform, each β_{12,j} within a factor 2.5 of 1/√13 (x_0 counted as branch 0);
+    uniform over the branches, each β_{12,j}, j ≥ 1, within a factor 2.5 of 1/√13 (the
+    embedding, branch 0, takes more than 1.5× that: recorded, AM-1 'reproduces in part');
     Post-LN's last row puts its weight on the latest branches: β_{12,12} and β_{12,11}
     above 1.5 × Pre-LN's, the embedding's β_{12,0} below half of Pre-LN's."""
     batch = _AM_TASK.batch(0, 16)
@@ -209,44 +256,69 @@ def test_AM_1_layer_dependency_post_concentrated_pre_uniform():
     assert np.all(row > uniform / 2.5) and np.all(row < uniform * 2.5)
     assert post[L, L] > 1.5 * pre[L, L] and post[L, L - 1] > 1.5 * pre[L, L - 1]
     assert post[L, 0] < 0.5 * pre[L, 0]
-    for b in (post, pre):  # x̂_i is a unit-variance mix: Σ_j β²_{i,j} ≈ 1
-        assert np.all(np.abs(np.nansum(b**2, axis=1) - 1) < 0.35)
+    assert not np.all((post[L, 1:] > uniform / 2.5) & (post[L, 1:] < uniform * 2.5))  # counter-example
+    # the embedding's column is not a branch's share: recorded as measured ('reproduces in part')
+    assert pre[L, 0] > 1.5 * uniform
+    # the decomposition x̂_i = Σ_j β_ij â_j on the tensors: exact for Pre-LN (derivation
+    # check), within 25 % for Post-LN; Σ_j β² ≈ 1 is bookkeeping and is not asserted
+    res_post = dependency.layer_dependency(_am_model(6, placement="post"), batch)["encoder"]["residual"]
+    res_pre = dependency.layer_dependency(_am_model(6, placement="pre"), batch)["encoder"]["residual"]
+    assert res_pre.max() < 1e-8 and res_post.max() < 0.25
 
 
 def test_AM_2_output_change_post_linear_pre_logarithmic():
-    """Theorem 2, Cor. 1–2, Fig. 4: under random δ (1e-2 × each matrix's std) the output
-    change of Post-LN grows like N (R² ≥ 0.9 against N, and better than against log N),
-    that of Pre-LN like log N (R² ≥ 0.9 against log N); Post-LN's is ≥ 3× Pre-LN's at N 16."""
-    depths = (2, 4, 8, 16)
-    r = change.output_change_sweep(_AM_TASK, depths, schemes=("post", "pre"), seeds=2, batch_size=16, **_AM_SIZES)
-    N = np.array(depths, dtype=float)
-    post, pre = r["post"].mean(1), r["pre"].mean(1)
-    r2_post_n, r2_post_log = fit.fit_linear(N, post)[2], fit.fit_linear(np.log(N), post)[2]
-    r2_pre_log = fit.fit_linear(np.log(N), pre)[2]
-    assert r2_post_n >= 0.9 and r2_post_n > r2_post_log
-    assert r2_pre_log >= 0.9
-    assert post[-1] > 3 * pre[-1]
+    """Theorem 2, Cor. 1–2, Fig. 4, judged as chapter 6 does: under random δ (1e-2 × each
+    matrix's std), N ∈ {2, 3, 4, 6, 8, 12, 16}, 5 seeds, log-log exponents with 95 % intervals.
+    Post-LN's O(N): 1 inside its interval. Theorem 2: each architecture's interval overlaps
+    that of its own measured Σβ²_ii. Post-LN's change is ≥ 3× Pre-LN's at N 16 (at these
+    depths and width 64 the two exponent intervals overlap; the book profile separates them).
+    Pre-LN's O(log N)
+    (the exponent of H_{L+1} − 1 over these depths inside its interval) is not asserted: it
+    does not reproduce in the book profile (recorded status 'reproduces in part').
+    Counter-example: the Post-LN criterion rejects a pure ln N curve with the same scatter."""
+    depths = (2, 3, 4, 6, 8, 12, 16)
+    r = change.output_change_sweep(_AM_TASK, depths, schemes=("post", "pre"), seeds=5, batch_size=16, **_AM_SIZES)
+    iv = {pl: fit.exponent_interval(depths, r[pl]) for pl in ("post", "pre")}
+    sb = {pl: fit.exponent_interval(depths, r["sum_beta_sq"][pl]) for pl in ("post", "pre")}
+    assert iv["post"]["low"] <= 1 <= iv["post"]["high"], iv["post"]
+    for pl in iv:
+        assert iv[pl]["low"] <= sb[pl]["high"] and sb[pl]["low"] <= iv[pl]["high"], (pl, iv[pl], sb[pl])
+    assert r["post"].mean(1)[-1] > 3 * r["pre"].mean(1)[-1]
+    noise = r["post"] / r["post"].mean(1, keepdims=True)
+    log_curve = np.log(np.array(depths, dtype=float) + 1)[:, None] * noise
+    bad = fit.exponent_interval(depths, log_curve)
+    assert not bad["low"] <= 1 <= bad["high"], bad
 
 
 def test_AD_1_admin_beta_diag_is_one_over_i_and_tracks_pre_ln():
-    """§4.3: after Admin's profiling, β²_{i,i} ≈ 1/i: the log-log slope of β²_{i,i} against
-    i is −1 ± 0.4 and i·β²_{i,i} has geometric mean within a factor 3 of 1. With the measured
-    branch variances instead of equal ones the law is Var a_i / Σ_{j≤i} Var a_j (a_0 = x_0),
-    which holds to 20 %. Admin's output change stays within 1.5× Pre-LN's and ≤ 0.5×
-    Post-LN's at N 12 (12 layers, 24 sub-layers)."""
-    batch = _AM_TASK.batch(0, 16)
-    m = _am_model(12, placement="admin", init="admin", batch=batch)
-    dep = dependency.layer_dependency(m, batch)["encoder"]
-    i = np.arange(1, 25)
-    b2 = np.diag(dep["beta"])[1:] ** 2
-    slope = fit.fit_loglog(i, b2)[0]
-    assert -1.4 <= slope <= -0.6
-    gm = float(np.exp(np.mean(np.log(b2 / dependency.admin_beta_diag_sq(i)))))
-    assert 1 / 3 <= gm <= 3
-    v = np.concatenate([[dep["input_var"]], dep["branch_var"]])  # the embedding is branch 0
-    np.testing.assert_allclose(b2, v[1:] / np.cumsum(v)[1:], rtol=0.2)
-    ch = {s: np.mean([change.output_change(tfx.build_scheme(s, _AM_TASK, 12, 0, batch=batch, seed=k, **_AM_SIZES),
-                                           batch, seed=k) for k in (0, 1)]) for s in ("post", "pre", "admin")}
+    """§4.3, judged as chapter 7 does and in its setting (24 layers, width 128, 5 seeds): after
+    Admin's profiling on one batch, β²_{i,i} measured on a *held-out* batch follows 1/(i+1)
+    (the paper's 1/i, embedding = branch 1): dependency.admin_law, log-log slope −1 ± 0.15 and
+    level within ×1.25, on the mean over seeds. It holds narrowly there; at width 64 and 12
+    layers the slope is about −0.81 and it does not (the offset of the embedding's larger
+    variance weighs more in a shallower stack). The Σ-law with the profiling batch's variances
+    (Var a_i / Σ_{j≤i} Var a_j) holds on the held-out batch to 25 %: a *derivation check* (ω was
+    set from those variances), not evidence. Admin's output change stays within 1.5× Pre-LN's
+    and ≤ 0.5× Post-LN's at N 12 (width 64). Counter-example: Post-LN's β²_{i,i} fails the law."""
+    kw = dict(d_model=128, n_heads=4, d_ffn=512)
+    batch, held = _AM_TASK.batch(0, 32), _AM_TASK.batch(1, 32)
+    b2, post_b2, errs = [], [], []
+    for s in range(5):
+        m = tfx.build_scheme("admin", _AM_TASK, 24, 0, batch=batch, seed=s, **kw)
+        dep = dependency.layer_dependency(m, held)["encoder"]
+        b2.append(np.diag(dep["beta"])[1:] ** 2)
+        prof = dependency.layer_dependency(m, batch)["encoder"]
+        v = np.concatenate([[prof["input_var"]], prof["branch_var"]])  # the embedding is piece 0
+        errs.append(np.max(np.abs(b2[-1] / (v[1:] / np.cumsum(v)[1:]) - 1)))
+        post = dependency.layer_dependency(tfx.build_scheme("post", _AM_TASK, 24, 0, seed=s, **kw), held)["encoder"]
+        post_b2.append(np.diag(post["beta"])[1:] ** 2)
+    law = dependency.admin_law(np.mean(b2, axis=0))
+    assert law["holds"], law
+    assert max(errs) < 0.25, errs
+    assert not dependency.admin_law(np.mean(post_b2, axis=0))["holds"]
+    small = _AM_TASK.batch(0, 16)
+    ch = {s: np.mean([change.output_change(tfx.build_scheme(s, _AM_TASK, 12, 0, batch=small, seed=k, **_AM_SIZES),
+                                           small, seed=k) for k in (0, 1)]) for s in ("post", "pre", "admin")}
     assert ch["admin"] < 1.5 * ch["pre"] and ch["admin"] < 0.5 * ch["post"]
 
 
@@ -262,6 +334,12 @@ def test_AD_2_admin_reparameterises_to_post_ln():
     plain = tfx.reparameterize_admin(m)
     assert plain.cfg.enc_placement == plain.cfg.dec_placement == "post"
     assert change.max_output_difference(m, plain, batch) <= 1e-5
+    # counter-example (chapter 7, exercise 3): also dividing an fc2 by ω breaks the function
+    ffn = [r for name, r in plain.stacks()["decoder"].residuals() if name.endswith("ffn")][-1]
+    w = [r for name, r in m.stacks()["decoder"].residuals() if name.endswith("ffn")][-1].omega.detach()
+    with torch.no_grad():
+        ffn.f.fc2.weight.div_(w[:, None])
+    assert change.max_output_difference(m, plain, batch) > 1e-3
 
 
 # ============================================================== TF-1, TF-2

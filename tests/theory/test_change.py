@@ -10,16 +10,21 @@ from small_models import BATCH, SIZES, TASK, model as _model
 
 
 def test_output_change_order():
-    assert change.output_change_order("post", 12) == 12.0
-    assert change.output_change_order("pre", 1) == 1.0
-    assert change.output_change_order("pre", 4) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4)
-    Ns = np.array([6, 12, 24, 48, 96, 192])   # H_N - ln N - gamma ~ 1/(2N): slope a bit below 1
-    post = [change.output_change_order("post", n) for n in Ns]
-    pre = [change.output_change_order("pre", n) for n in Ns]
-    assert fit.fit_linear(Ns, post)[2] == pytest.approx(1.0)
-    slope, _, r2 = fit.fit_linear(np.log(Ns), pre)     # H_N ~ ln N + gamma
-    assert slope == pytest.approx(1.0, abs=0.03) and r2 > 0.999
+    """Σ_i β²_{i,i} over L sub-layers: Post-LN L·v/(1+v); Pre-LN H_{L+1} − 1 (the embedding
+    counted as piece 0, chapter 6's eq-am-corollaries)."""
+    assert change.output_change_order("post", 12) == 6.0            # v = 1: half per sub-layer
+    assert change.output_change_order("post", 12, v=0.5) == pytest.approx(4.0)
+    assert change.output_change_order("pre", 1) == 0.5
+    assert change.output_change_order("pre", 4) == pytest.approx(1 / 2 + 1 / 3 + 1 / 4 + 1 / 5)
+    Ls = np.array([6, 12, 24, 48, 96, 192])   # H_{L+1} − 1 − ln L → γ − 1
+    post = [change.output_change_order("post", n) for n in Ls]
+    pre = [change.output_change_order("pre", n) for n in Ls]
+    assert fit.fit_linear(Ls, post)[2] == pytest.approx(1.0)
+    slope, _, r2 = fit.fit_linear(np.log(Ls), pre)  # ln(L+1) − 1/(2(L+1)) terms: slope 0.94 here
+    assert slope == pytest.approx(1.0, abs=0.08) and r2 > 0.998
     assert change.output_change_order("admin", 10) == change.output_change_order("pre", 10)
+    with pytest.raises(ValueError):
+        change.output_change_order("pre", 0)
 
 
 def test_perturb_random_scales_matrices_only():

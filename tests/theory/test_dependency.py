@@ -9,8 +9,35 @@ from small_models import BATCH, model as _model
 
 
 def test_admin_beta_diag_sq():
-    assert dependency.admin_beta_diag_sq(4) == 0.25
+    """1/(i + 1) in the book's numbering (embedding = piece 0), the paper's 1/i with the
+    embedding numbered 1; Σ_i of it is Theorem 2's Pre-LN / Admin sum."""
+    assert dependency.admin_beta_diag_sq(4) == 0.2
+    assert dependency.admin_beta_diag_sq(4, embedding=False) == 0.25
     assert sum(dependency.admin_beta_diag_sq(i) for i in range(1, 5)) == pytest.approx(change.output_change_order("admin", 4))
+
+
+def test_admin_law_accepts_the_law_and_rejects_post_ln_and_a_shallow_slope():
+    i = np.arange(1, 25)
+    law = dependency.admin_law(1 / (i + 1))
+    assert law["holds"] and law["slope"] == pytest.approx(-1) and law["level"] == pytest.approx(1)
+    assert not dependency.admin_law(np.full(24, 0.5))["holds"]            # Post-LN: flat
+    assert not dependency.admin_law((i + 1.0) ** -0.75)["holds"]          # the old "−0.75 passes"
+    assert not dependency.admin_law(0.5 / (i + 1))["holds"]               # right slope, level ×2 off
+
+
+def test_layer_dependency_residual_zero_for_pre_ln_and_large_when_ln_is_not_a_rescaling():
+    """The decomposition x̂_i = Σ_j β_ij â_j is exact for Pre-LN (a plain sum) and fails for
+    a Post-LN whose LayerNorm gains are far from a scalar (a counter-example to the bookkeeping)."""
+    pre = dependency.layer_dependency(_model(n_enc=3, n_dec=0, placement="pre"), BATCH)["encoder"]
+    assert np.all(pre["residual"] < 1e-10)
+    m = _model(n_enc=3, n_dec=0, placement="post")
+    ok = dependency.layer_dependency(m, BATCH)["encoder"]["residual"]
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for _, r in m.stacks()["encoder"].residuals():
+            r.norm.weight.copy_(torch.rand(r.norm.weight.shape, generator=g) * 4)
+    bad = dependency.layer_dependency(m, BATCH)["encoder"]["residual"]
+    assert ok[1:].max() < 0.25 and bad[1:].max() > 2 * ok[1:].max(), (ok, bad)
 
 
 def test_layer_dependency_pre_ln_is_the_papers_formula():

@@ -40,3 +40,15 @@ def test_profile_stats():
     assert flat["cv"] == 0 and flat["spearman"] == 0 and flat["slope"] == pytest.approx(0, abs=1e-12)
     with pytest.raises(ValueError):
         fit.profile_stats([1])
+
+
+def test_exponent_interval():
+    x = np.array([2, 4, 8, 16])
+    ys = np.stack([x ** 1.0 * c for c in (1.0, 2.0, 3.0)], axis=1)
+    r = fit.exponent_interval(x, ys)
+    assert r["exponent"] == pytest.approx(1.0) and r["n"] == 3
+    noisy = ys * np.array([[1, 1.2, 0.9], [1.1, 0.8, 1], [0.9, 1, 1.2], [1, 1.1, 0.8]])
+    r = fit.exponent_interval(x, noisy)
+    assert r["low"] < r["exponent"] < r["high"] and r["low"] < 1 < r["high"]
+    with pytest.raises(ValueError):
+        fit.exponent_interval(x, ys[:, :1])

@@ -120,3 +120,40 @@ def test_grad_update_sizes_one_step():
     assert len(adam["names"]) == 4 * (2 + 2)  # q, k, v, out in 2 encoder + 2 decoder attentions
     assert fit.log_spread(adam["update"]) == pytest.approx(0, abs=1e-3)
     assert fit.log_spread([1, 10, 100, 1000], q=0) == pytest.approx(3)
+
+
+def test_sublayer_gains_predict_the_ratio_and_see_a_position_specific_gradient():
+    """(1 + g)/(1 + v) predicts ‖Δx_{i-1}‖²/‖Δx_i‖² of a Post-LN stack on average; the
+    encoder of an encoder–decoder gets a common-mode gradient, an encoder alone does not."""
+    alone = gradients.sublayer_gains(_model(n_enc=4, n_dec=0, placement="post"), BATCH)["encoder"]
+    both = gradients.sublayer_gains(_model(n_enc=4, n_dec=2, placement="post"), BATCH)
+    assert alone["measured"].shape == alone["predicted"].shape == (7,)
+    ratio = np.prod(alone["measured"]) / np.prod(alone["predicted"])
+    assert 0.5 < ratio < 2, ratio
+    assert both["encoder"]["common_mode"][-1] > 0.7 > 0.5 > alone["common_mode"][-1]
+    assert both["decoder"]["kinds"] == ["self-attn", "cross-attn", "ffn"] * 2
+
+
+def test_update_balance_windows_and_rms():
+    """One step from the start: Adam moves every coordinate by lr (RMS = lr for every matrix,
+    square or not: the old check that cannot fail); over a later window it need not."""
+    m = _model(n_enc=2, n_dec=1, placement="post")
+    first = gradients.update_balance(m, TASK, "adam", lr=1e-3, window=(0, 1), batch_size=8)
+    np.testing.assert_allclose(first["update"], 1e-3, rtol=0.02)  # a dead ReLU unit: g = 0, no step
+    assert any(s[0] != s[1] for s in first["shapes"])      # non-square FFN matrices included
+    assert first["coord_update"].size == sum(int(np.prod(s)) for s in first["shapes"])
+    later = gradients.update_balance(m, TASK, "adam", lr=1e-3, window=(5, 15), batch_size=8)
+    assert fit.log_spread(later["update"]) > fit.log_spread(first["update"]) + 0.05
+    sgd = gradients.update_balance(m, TASK, "sgd", lr=0.1, window=(0, 1), batch_size=8, momentum=0.0)
+    np.testing.assert_allclose(sgd["update"] / sgd["grad"], 0.1, rtol=1e-4)
+    assert gradients.equalises(first) and not gradients.equalises(sgd)
+    with pytest.raises(ValueError, match="window"):
+        gradients.update_balance(m, TASK, window=(3, 3))
+
+
+def test_profile_shape():
+    up = {"low": 0.1, "high": 0.3}
+    assert gradients.profile_shape(up) == "rises"
+    assert gradients.profile_shape({"low": -0.5, "high": -0.2}) == "falls"
+    assert gradients.profile_shape({"low": -0.05, "high": 0.08}) == "about flat"
+    assert gradients.profile_shape({"low": -0.05, "high": 0.2}) == "undecided"

@@ -25,35 +25,34 @@ from .gradients import _placement
 
 
 # ----------------------------------------------------------------- AM-2: predicted
-def output_change_order(placement: str, N: int) -> float:
-    """Predicted output change under a parameter perturbation (AM-2).
+def output_change_order(placement: str, L: int, v: float = 1.0) -> float:
+    """Predicted output change under a parameter perturbation (AM-2), up to the constant C.
 
-    Liu et al. Theorem 2: at init, if the layer dependencies ``beta_{i,j}``
-    do not move when W -> W* = W + delta (delta independent of W), and the
-    sub-layers' perturbations contribute independently, then::
+    Liu et al. Theorem 2: at init, if the layer dependencies ``beta_{i,j}`` do not move when
+    W -> W* = W + delta (delta independent of W), and the sub-layers' perturbations contribute
+    independently, then::
 
-        Var[F(x0, W) - F(x0, W*)]  ~=  C * sum_{i=1}^{N} beta_{i,i}^2.
+        Var[F(x0, W) - F(x0, W*)]  ~=  C * sum_{i=1}^{L} beta_{i,i}^2,
 
-    With equal branch variances:
+    over the L residual sub-layers (two per encoder layer; the book's notation page). With
+    every branch of variance ``v`` (the embedding too, counted as piece 0):
 
-    * Post-LN: beta^2_{i,i} is a constant (it depends on the own branch and a
-      freshly normalised shortcut only) -> sum = const * N = O(N) (Cor. 2);
-    * Pre-LN and Admin: beta^2_{i,i} = 1/i -> sum = H_N = ln N + 0.5772... +
-      O(1/N) = O(log N) (Cor. 1).
+    * Post-LN: beta^2_{i,i} = v / (1 + v) (a fresh unit-variance shortcut against the new
+      branch), so the sum is L v / (1 + v) = O(L) (Cor. 2);
+    * Pre-LN and Admin: beta^2_{i,i} = 1/(i + 1) (i + 1 equal pieces after sub-layer i), so
+      the sum is H_{L+1} - 1 = ln L + 0.5772... - 1 + O(1/L) = O(log L) (Cor. 1).
 
-    Returns ``sum_i beta^2_{i,i}`` with C = 1 and, for Post-LN, the constant
-    beta^2 taken as 1 (it is absorbed into C): ``N`` for ``"post"``, the
-    harmonic number ``H_N`` for ``"pre"`` / ``"admin"``. N counts sub-layers
-    (two per encoder layer). Compare measurements with :func:`tfx.theory.fit.fit_linear`
-    against N (Post-LN) or against ln N (Pre-LN); the paper reports R^2 = 0.99
-    for random perturbations and 0.75 with Adam updates.
+    Returns that sum. Compare measurements with :func:`tfx.theory.fit.fit_linear` against N
+    (Post-LN) or ln N (Pre-LN), or better their log-log exponents over seeds
+    (:func:`tfx.theory.fit.exponent_interval`); the paper reports R^2 = 0.99 for random
+    perturbations and 0.75 with Adam updates.
     """
-    if N < 1:
-        raise ValueError("N must be >= 1")
+    if L < 1:
+        raise ValueError("L must be >= 1 (residual sub-layers)")
     p = _placement(placement)
     if p == "post":
-        return float(N)
-    return float(sum(1.0 / i for i in range(1, N + 1)))
+        return float(L) * v / (1.0 + v)
+    return float(sum(1.0 / (i + 1) for i in range(1, L + 1)))
 
 
 # ----------------------------------------------------------------- AM-2: measured

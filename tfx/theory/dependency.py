@@ -21,18 +21,39 @@ from ..nn.config import SUM_NORM
 
 
 # ----------------------------------------------------------------- AD-1: predicted
-def admin_beta_diag_sq(i) -> float:
-    """beta^2_{i,i} = 1/i after Admin initialisation (AD-1; Liu et al. §4.3).
+def admin_beta_diag_sq(i, embedding: bool = True) -> float:
+    """β²_{i,i} after Admin initialisation with equal variances (AD-1; Liu et al. §4.3).
 
-    ``beta_{i,j}`` is the weight of the (variance-normalised) output of
-    residual branch j in the normalised output of sub-layer i. Admin uses
-    ``x_i = LN(x_{i-1} * omega_i + f_i(x_{i-1}))`` with
-    ``omega_i^2 = sum_{j<i} Var[f_j]``: if every branch has the same output
-    variance, the shortcut carries variance ``(i-1)`` units against 1 unit
-    for the new branch, so the new branch's share is ``1/i``, the same
-    profile as Pre-LN (where the stream is a plain sum of i branches).
-    """
-    return 1.0 / np.asarray(i, dtype=float) if np.ndim(i) else 1.0 / float(i)
+    Admin uses ``x_i = LN(x_{i-1} ⊙ ω_i + f_i(x_{i-1}))`` with ω set so that the shortcut
+    carries the variance of everything below: ω_i² Var[x_{i-1}] = Σ_{j<i} Var[f_j], the
+    embedding x_0 counted as piece j = 0 (its own variance: ω_1 = 1, as the authors' running
+    ratio starts at 1; for i ≥ 2, x_{i-1} is a LayerNorm output of unit variance). Then
+    β²_{i,i} = Var f_i / Σ_{j≤i} Var f_j, and with i + 1 equal pieces that is **1/(i + 1)** in
+    the book's numbering (``embedding=True``, the default). The paper writes 1/i because it
+    numbers the embedding as branch 1 (``embedding=False``): the same law, shifted by one."""
+    shift = 1.0 if embedding else 0.0
+    return 1.0 / (np.asarray(i, dtype=float) + shift) if np.ndim(i) else 1.0 / (float(i) + shift)
+
+
+# The AD-1 criteria, fixed in issue 28 before the book profile was re-run: Admin's measured
+# β²_{i,i} follows the equal-variance law 1/(i + 1) when the log-log slope of β²_{i,i} against
+# i + 1 is −1 within ±ADMIN_SLOPE_MARGIN and the geometric mean of (i + 1)·β²_{i,i} is within a
+# factor ADMIN_LEVEL_FACTOR of 1. (Post-LN's β²_{i,i} is flat, slope ≈ 0; Pre-LN's has slope ≈ −1.)
+ADMIN_SLOPE_MARGIN = 0.15
+ADMIN_LEVEL_FACTOR = 1.25
+
+
+def admin_law(beta_diag_sq) -> dict:
+    """How far a measured β²_{i,i} (i = 1 … L) is from Admin's equal-variance law 1/(i + 1):
+    ``{"slope", "level", "holds"}`` with ``slope`` the log-log slope against i + 1 (law: −1),
+    ``level`` the geometric mean of (i + 1)·β²_{i,i} (law: 1), ``holds`` both within the
+    margins above."""
+    b2 = np.asarray(beta_diag_sq, dtype=float)
+    i1 = np.arange(2, b2.size + 2, dtype=float)
+    slope = float(np.polyfit(np.log(i1), np.log(b2), 1)[0])
+    level = float(np.exp(np.mean(np.log(i1 * b2))))
+    holds = abs(slope + 1) <= ADMIN_SLOPE_MARGIN and 1 / ADMIN_LEVEL_FACTOR <= level <= ADMIN_LEVEL_FACTOR
+    return {"slope": slope, "level": level, "holds": bool(holds)}
 
 
 # ----------------------------------------------------------------- AM-1: measured
@@ -50,8 +71,15 @@ def layer_dependency(model, batch) -> dict:
     scale (g = 1, ω or α). Standard deviations are scalars over the whole batch tensor;
     the bookkeeping treats LN as a scalar rescaling, the paper's approximation.
 
-    Returns ``{stack: {"beta", "names", "kinds", "layer", "branch_var", "input_var"}}``
-    (Var a_i per sub-layer and Var x_0, scalars over the batch tensor); ``beta``
+    The bookkeeping alone cannot fail: it makes Σ_j β²_{i,j} = 1 whenever the pieces are
+    uncorrelated, whatever LayerNorm does. What checks it is ``residual``: the tensors
+    themselves, x̂_i = x_i/std(x_i) against the mix Σ_j β_{i,j} â_j of the recorded pieces,
+    ‖x̂_i − Σ_j β_{i,j} â_j‖² / ‖x̂_i‖² per row i (0 when x̂_i *is* that mix, as in Pre-LN, where
+    the stream is a plain sum; in Post-LN it measures how far the per-token centring and
+    normalisation are from a scalar rescaling).
+
+    Returns ``{stack: {"beta", "names", "kinds", "layer", "branch_var", "input_var",
+    "residual"}}`` (Var a_i per sub-layer and Var x_0, scalars over the batch tensor); ``beta``
     is (L+1)×(L+1), row i = x_i, column j = branch j (0: the embedding), NaN above
     the diagonal. Pre-LN at init: β_{i,j} ≈ 1/sqrt(i+1); Post-LN: mass on j = i."""
     with mode(model), record_branches(model) as rec:
@@ -63,6 +91,8 @@ def layer_dependency(model, batch) -> dict:
         beta = np.full((L + 1, L + 1), np.nan)
         beta[0, 0] = 1.0
         c = [float(records[0]["x"].std())]
+        pieces = [records[0]["x"] / records[0]["x"].std()]  # â_0, â_1, … (unit variance)
+        residual = [0.0]
         var_f = []
         for i, r in enumerate(records, start=1):
             res, x, f = mods[r["name"]], r["x"], r["f"]
@@ -82,8 +112,12 @@ def layer_dependency(model, batch) -> dict:
                 g, h = float(gx.std() / x.std()) * ln_scale, ln_scale
             c = [g * cj for cj in c] + [h * math.sqrt(vf)]
             beta[i, : i + 1] = np.array(c) / float(x_out.std())
+            pieces.append(f / f.std())
+            x_hat = x_out / x_out.std()
+            mix = sum(float(b) * a for b, a in zip(beta[i, : i + 1], pieces))
+            residual.append(float((x_hat - mix).double().pow(2).sum() / x_hat.double().pow(2).sum()))
         out[s] = {"beta": beta, **sublayer_labels([r["name"] for r in records]), "branch_var": np.array(var_f),
-                  "input_var": float(records[0]["x"].var())}
+                  "input_var": float(records[0]["x"].var()), "residual": np.array(residual)}
     return out
 
 

@@ -53,6 +53,25 @@ def fit_loglog(xs, ys) -> tuple[float, float, float]:
     return k, float(np.exp(b)), r2
 
 
+def exponent_interval(xs, ys, confidence: float = 0.95) -> dict:
+    """A log-log exponent with its interval over seeds: ``ys`` is (len(xs), seeds), column s
+    the measurements of seed s at every x. Each seed's curve gets its own exponent
+    (:func:`fit_loglog`); the result is their mean and a Student-t interval on them,
+    ``{"exponent", "low", "high", "per_seed", "n"}``. A criterion such as "the predicted
+    exponent lies inside the interval" can then fail, where one fit through the seed means
+    gives a number with no error bar."""
+    from scipy import stats
+
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    if y.ndim != 2 or y.shape[0] != x.size or y.shape[1] < 2:
+        raise ValueError(f"ys must be (len(xs), seeds ≥ 2), got shape {y.shape}")
+    k = np.array([fit_loglog(x, y[:, s])[0] for s in range(y.shape[1])])
+    half = float(stats.t.ppf(0.5 + confidence / 2, k.size - 1) * k.std(ddof=1) / np.sqrt(k.size))
+    return {"exponent": float(k.mean()), "low": float(k.mean() - half), "high": float(k.mean() + half),
+            "per_seed": k, "n": int(k.size)}
+
+
 # ----------------------------------------------------------------- summaries of a measured profile
 def _ranks(v):
     v = np.asarray(v, dtype=float)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import torch
 
 from ..nn.hooks import attached, loss_on, mode, stack_name, sublayer_labels
 
@@ -131,6 +132,26 @@ def ffn_grad_profiles(task, placement: str, n_layers: int, seeds: int = 1, batch
     return np.array(rows)
 
 
+# The LN-5 criterion, fixed in issue 28 before the book profile was re-run: a per-layer profile
+# "rises" when the 95 % interval over seeds of its log-log slope against the layer index lies above
+# 0, "falls" when it lies below 0, and is "about flat" when it lies within ±FLAT_MARGIN (over 12
+# layers, a factor 12^0.1 ≈ 1.28 at most from the bottom to the top).
+FLAT_MARGIN = 0.1
+
+
+def profile_shape(interval: dict) -> str:
+    """'rises', 'falls', 'about flat' or 'undecided', from :func:`tfx.theory.fit.exponent_interval`
+    of a per-layer profile against the layer index (LN-5; the criterion above)."""
+    lo, hi = interval["low"], interval["high"]
+    if -FLAT_MARGIN <= lo and hi <= FLAT_MARGIN:
+        return "about flat"
+    if lo > 0:
+        return "rises"
+    if hi < 0:
+        return "falls"
+    return "undecided"
+
+
 # ----------------------------------------------------------------- GV-1: at every sub-layer's output
 def sublayer_grad_norms(model, batch, relative_to: str = "model") -> dict:
     """GV-1: ‖∂𝓛/∂x_i‖₂ for the output x_i of every residual sub-layer, at the model's
@@ -165,6 +186,58 @@ def sublayer_grad_norms(model, batch, relative_to: str = "model") -> dict:
     top = max(float(r["norm"].max()) for r in res.values())
     for r in res.values():
         r["relative"] = r["norm"] / (top if relative_to == "model" else float(r["norm"].max()))
+    return res
+
+
+def sublayer_gains(model, batch) -> dict:
+    """GV-1, the mechanism: what each residual sub-layer does to the gradient on the way down.
+
+    For a Post-LN sub-layer x_i = LN(z_i), z_i = x_{i-1} + f_i(x_{i-1}), the gradient reaching
+    its input is Δx_{i-1} = Δz_i + J_{f_i}ᵀΔz_i (shortcut plus branch), and the LayerNorm divides
+    it by about √Var z_i on the way back (Liu et al. 2020, Theorem 1 and its proof). With the two
+    paths uncorrelated,
+
+        ‖Δx_{i-1}‖² / ‖Δx_i‖²  ≈  (1 + g_i) / (1 + v_i),
+
+    v_i = Var f_i / Var x_{i-1} the branch's forward gain and g_i = ‖J_{f_i}ᵀΔz_i‖² / ‖Δz_i‖²
+    its backward gain *for the gradient that actually arrives*. Theorem 1's "no vanishing in the
+    encoder" is g_i ≥ v_i. Both gains are measured here in one forward and one backward pass of
+    the training loss (eval mode), with ∂𝓛/∂f_i = Δz_i and J_{f_i}ᵀΔz_i = Δx_{i-1} − Δz_i (the
+    shortcut is the identity: Post-LN and Pre-LN; not Admin's ω or DeepNorm's α).
+
+    ``common_mode``: the share of ‖Δz_i‖² in its mean over the sequence positions (1: the same
+    gradient at every position, as when the gradient arrives through an attention that averages;
+    ≈ 1/T for a gradient that differs from position to position). An attention branch passes a
+    common-mode gradient back almost whole and averages a position-specific one away, so its g_i
+    depends on where the gradient comes from.
+
+    Returns ``{stack: {"names", "kinds", "layer", "forward_gain", "backward_gain",
+    "common_mode", "measured", "predicted"}}``: ``measured`` / ``predicted`` are the ratio
+    above for sub-layers 1 … L−1 (Δx_i is the input gradient of sub-layer i+1), bottom first."""
+    from ..nn.hooks import record_branches
+
+    with mode(model), record_branches(model, detach=False) as rec:
+        model.zero_grad(set_to_none=True)
+        out = loss_on(model, batch)
+        for recs in rec.values():
+            for r in recs:
+                r["x"].retain_grad()
+                r["f"].retain_grad()
+        out["loss"].backward()
+    res = {}
+    for s, recs in rec.items():
+        dx = [r["x"].grad for r in recs]
+        dz = [r["f"].grad for r in recs]
+        if any(t is None for t in dx + dz):
+            raise ValueError(f"stack {s!r}: a sub-layer got no gradient (is its output used by the loss?)")
+        sq = lambda t: float(t.double().pow(2).sum())  # noqa: E731
+        v = np.array([float(r["f"].detach().var() / r["x"].detach().var()) for r in recs])
+        g = np.array([sq(a - b) / sq(b) for a, b in zip(dx, dz)])
+        cm = np.array([sq(b.mean(dim=-2, keepdim=True)) * b.shape[-2] / sq(b) for b in dz])
+        measured = np.array([sq(dx[i]) / sq(dx[i + 1]) for i in range(len(recs) - 1)])
+        res[s] = {**sublayer_labels([r["name"] for r in recs]), "forward_gain": v, "backward_gain": g,
+                  "common_mode": cm, "measured": measured, "predicted": (1 + g[:-1]) / (1 + v[:-1])}
+    model.zero_grad(set_to_none=True)
     return res
 
 
@@ -214,3 +287,81 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
     return {"names": [n for n, _ in chosen], "grad": grad, "update": upd,
             "relative_grad": grad / grad.max(), "relative_update": upd / upd.max(), "loss": losses}
 
+
+
+def weight_matrices(name: str, p) -> bool:
+    """Every attention projection and FFN matrix (square d×d and non-square d×4d, 4d×d)."""
+    return p.ndim == 2 and (attention_weights(name, p) or ".fc1.weight" in name or ".fc2.weight" in name)
+
+
+def update_balance(model, task, optimizer: str = "adam", lr: float = 1e-4, window: tuple = (100, 200),
+                   batch_size: int = 32, select=weight_matrices, momentum: float = 0.9,
+                   warmup: int = 0) -> dict:
+    """GV-3 where it can fail: gradients against updates between two checkpoints far apart.
+
+    Liu et al. 2020 (Fig. 5) compare ‖W_{i+1} − W_i‖ between checkpoints one *epoch* apart. In
+    the first few steps the comparison decides nothing: Adam's first step moves every coordinate
+    by lr·sign(g), so every matrix of one shape moves by the same norm whatever its gradient, and
+    SGD's steps are lr·g, as spread as the gradients by linearity. Over a window (a, b] of many
+    steps neither holds: a coordinate whose gradient keeps its sign moves about lr·(b − a) under
+    Adam, one whose gradient is noise about lr·√(b − a), so Adam's update sizes can differ by up to
+    ½·log10(b − a) decades; SGD's sum of changing gradients can cancel or add.
+
+    Trains a copy of ``model`` for ``b`` steps (``warmup`` steps of linear warmup), keeps W_a and
+    W_b, and returns per selected matrix the **root mean square per coordinate** (so a d×4d
+    matrix and a d×d one compare coordinate for coordinate, not by their size):
+    ``grad`` = RMS of ∇W averaged over the steps of the window, ``update`` = RMS of W_b − W_a;
+    and, pooled over every coordinate of those matrices, ``coord_grad`` = |mean ∇W| over the
+    window and ``coord_update`` = |W_b − W_a| (1-D arrays, for a per-coordinate spread).
+
+    Returns ``{"names", "shapes", "grad", "update", "coord_grad", "coord_update", "loss"}``."""
+    from ..nn.config import TrainConfig
+    from ..nn.optim import make_optimizer, take_step
+
+    a, b = (int(window[0]), int(window[1]))
+    if not 0 <= a < b:
+        raise ValueError(f"window={window!r}: need 0 <= a < b (steps)")
+    m = copy.deepcopy(model)
+    m.train()
+    dev = next(m.parameters()).device
+    chosen = [(n, p) for n, p in m.named_parameters() if select(n, p)]
+    if not chosen:
+        raise ValueError("select() chose no parameter")
+    opt = make_optimizer(m.parameters(), TrainConfig(optimizer=optimizer, lr=lr, momentum=momentum))
+    start, gsq, gsum, losses = None, np.zeros(len(chosen)), [torch.zeros_like(p) for _, p in chosen], []
+    for step in range(b):
+        if step == a:
+            start = [p.detach().clone() for _, p in chosen]
+        loss = m.loss(task.batch(step, batch_size).to(dev))["loss"]
+        in_window = step >= a
+
+        def read_grads():
+            nonlocal gsq
+            if in_window:
+                gsq = gsq + [float(p.grad.pow(2).mean().sqrt()) if p.grad is not None else 0.0 for _, p in chosen]
+                for acc, (_, p) in zip(gsum, chosen):
+                    if p.grad is not None:
+                        acc += p.grad.detach()
+
+        step_lr = lr * min(1.0, (step + 1) / warmup) if warmup else None
+        take_step(opt, loss, lr=step_lr, before_update=read_grads)
+        losses.append(float(loss.detach()))
+    n = b - a
+    upd = [p.detach() - s0 for (_, p), s0 in zip(chosen, start)]
+    return {"names": [nm for nm, _ in chosen], "shapes": [tuple(p.shape) for _, p in chosen],
+            "grad": gsq / n, "update": np.array([float(u.pow(2).mean().sqrt()) for u in upd]),
+            "coord_grad": torch.cat([(g / n).abs().flatten() for g in gsum]).cpu().numpy(),
+            "coord_update": torch.cat([u.abs().flatten() for u in upd]).cpu().numpy(), "loss": losses}
+
+
+# The GV-3 criterion, fixed in issue 28: an optimiser *equalises* the update sizes when, between
+# checkpoints far apart, the spread of its per-matrix update RMS (tfx.theory.fit.log_spread, in
+# decades) is at most EQUALISE_FRACTION of the spread of the gradients' RMS.
+EQUALISE_FRACTION = 0.5
+
+
+def equalises(balance: dict) -> bool:
+    """GV-3: does the :func:`update_balance` of one optimiser even out the update sizes?"""
+    from .fit import log_spread
+
+    return log_spread(balance["update"]) <= EQUALISE_FRACTION * log_spread(balance["grad"])
