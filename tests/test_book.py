@@ -145,6 +145,17 @@ def test_a_claims_status_follows_from_its_verdicts_and_bad_words_are_refused():
     assert claims.glue_status("WU-1", "reproduces in part") == "reproduces in part"
 
 
+def test_a_theory_claims_status_follows_from_its_parts_by_the_same_rule():
+    from tfx.book import checks
+
+    assert checks.status({"a": True, "b": True}) == "reproduces"
+    assert checks.status({"a": True, "b": False}) == claims.status_of(["reproduces", "reversed"]) \
+        == "reproduces in part"
+    assert checks.status({"a": False}) == "does not reproduce"
+    with pytest.raises(ValueError, match="at least one part"):
+        checks.status({})
+
+
 def test_the_claims_command_scans_the_repository_by_default():
     """``python -m tfx.book.claims`` with no argument prints this checkout's page: every chapter
     and every claim test found (its root was tfx/ once, which has neither)."""

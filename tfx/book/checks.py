@@ -12,16 +12,14 @@ from the construction) is never a part: it is shown, named as such, and left out
 """
 from __future__ import annotations
 
-from .claims import STATUSES, glue_status
+from .claims import glue_status, status_of_parts
 from .notebook import glue
 
 
 def status(parts: dict) -> str:
-    """The status word for ``{part: reproduces?}`` (at least one part)."""
-    if not parts:
-        raise ValueError("a claim needs at least one part to judge")
-    hits = sum(bool(v) for v in parts.values())
-    return STATUSES[0] if hits == len(parts) else STATUSES[1] if hits else STATUSES[2]
+    """The status word for ``{part: reproduces?}`` (at least one part):
+    :func:`tfx.book.claims.status_of_parts`."""
+    return status_of_parts(parts.values())
 
 
 def glue_checks(claim_id: str, parts: dict) -> str:

@@ -294,8 +294,19 @@ def status_of(verdicts) -> str:
     unknown = [v for v in verdicts if v not in VERDICTS]
     if not verdicts or unknown:
         raise ValueError(f"verdicts={verdicts!r} must be a non-empty list of {VERDICTS}")
-    hits = sum(v == VERDICTS[0] for v in verdicts)
-    return STATUSES[0] if hits == len(verdicts) else STATUSES[1] if hits else STATUSES[2]
+    return status_of_parts(v == VERDICTS[0] for v in verdicts)
+
+
+def status_of_parts(parts) -> str:
+    """The status from whether each part of a claim reproduces (``True``/``False``, at least one):
+    all → 'reproduces', some → 'reproduces in part', none → 'does not reproduce'. The one rule
+    both a training claim's verdicts (:func:`status_of`) and a theory claim's checks
+    (:mod:`tfx.book.checks`) go through."""
+    parts = [bool(v) for v in parts]
+    if not parts:
+        raise ValueError("a claim needs at least one part to judge")
+    hits = sum(parts)
+    return STATUSES[0] if hits == len(parts) else STATUSES[1] if hits else STATUSES[2]
 
 
 def glue_status(claim_id: str, status: str) -> str:
