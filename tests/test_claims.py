@@ -1034,22 +1034,16 @@ def test_LM_1_decoder_only_lm_beta_and_output_change_follow_the_encoder_laws_at_
 
 
 def test_LM_1_post_ln_lm_needs_warmup_where_pre_ln_does_not():
-    """LM-1, training half (experiments/lm.toml: a 6-layer LM on English text, Adam, three
-    seeds each setting the weights and the data order): at some learning rate Pre-LN learned
-    without warmup in every seed (the outcome rule) while Post-LN without warmup learned in
-    none and ended above its own warmed-up run in every seed (paired by seed); and without
-    warmup Post-LN ended above Pre-LN in every seed at every rate where Pre-LN learned."""
-    from tfx.runs import compare
+    """LM-1, training half, as the evidence registry reads it (tfx.book.evidence: paired effects
+    over seeds with 95 % t intervals, each setting at its own best learning rate;
+    experiments/lm.toml, a 6-layer LM on English text, d 64, 400 steps). Recorded at 3 seeds
+    (seeds 3 and 4 queued): without warmup, Post-LN at its best rate ends above Pre-LN at its
+    own, +0.45 nats (95 % CI +0.35 to +0.55): reproduces. Recorded non-reproductions at this
+    scale: warmup's effect on Post-LN at its best rate, +0.08 nats (CI −0.01 to +0.18), and its
+    contrast with Pre-LN, −0.04 (CI −0.17 to +0.10), are not resolved."""
+    from tfx.book import evidence
 
-    recs, axes = _book("lm")
-    need = {(p, lr): compare.warmup_need(recs, placement=p, lr=lr)
-            for p in axes["placement"] for lr in axes["lr"]}
-    pre_trains = [lr for lr in axes["lr"]
-                  if need["Pre-LN", lr]["learned_without"] == need["Pre-LN", lr]["n"] >= 3]
-    assert pre_trains, "Pre-LN learned without warmup in every seed at no learning rate"
-    post_needs = [lr for lr in pre_trains
-                  if need["Post-LN", lr]["worse_without"] and need["Post-LN", lr]["learned_without"] == 0]
-    assert post_needs, f"Post-LN ended lower with warmup in every seed at none of {pre_trains}"
-    for lr in pre_trains:
-        d = compare.paired(recs, "placement", "Post-LN", "Pre-LN", warmup="none", lr=lr)
-        assert len(d) >= 3 and all(v > 0 for v in d.values()), lr
+    recs, _ = _book("lm")
+    verdicts = [e.verdict for _, e in evidence.evaluate("LM-1", "book", load=lambda *_: recs)]
+    assert verdicts == ["not resolved at this scale", "not resolved at this scale", "reproduces"]
+    assert evidence.status("LM-1", "book", load=lambda *_: recs) == "reproduces in part"
