@@ -141,7 +141,7 @@ CLAIMS = [
           "WMT'14 En-De 6/12/18 layers: Post-LN 27.80/failed/failed, Pre-LN 27.27/28.26/28.38, "
           "Admin 27.90/28.58/29.03 BLEU (with warmup); without warmup (IWSLT'14, lr × β2) Post-LN diverges "
           "in 7 of 15 settings, Pre-LN and Admin in none.",
-          ("12-depth-with-warmup", "{claim-AD-3}; quality: {ad3-quality}; {ad3-tr}")),
+          ("12-depth-with-warmup", "{claim-AD-3}")),
     # Huang et al. 2020: T-Fixup
     Claim("TF-1", "huang2020tfixup", "T-Fixup condition",
           "The T-Fixup condition for attention blocks.",
