@@ -329,8 +329,9 @@ def glued_text(nb_path: Path, name: str) -> str | None:
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
     for c in cells:
         for o in c.get("outputs", []) if c["cell_type"] == "code" else ():
-            if (o.get("metadata") or {}).get("scrapbook", {}).get("name") == name:
-                text = "".join(o.get("data", {}).get("text/plain", ""))
+            book = (o.get("metadata") or {}).get("scrapbook", {})
+            if book.get("name") == name:  # saved under the scrapbook's mime prefix, if any
+                text = "".join(o.get("data", {}).get(book.get("mime_prefix", "") + "text/plain", ""))
                 try:
                     return str(ast.literal_eval(text))
                 except (ValueError, SyntaxError):
