@@ -120,7 +120,7 @@ def test_every_glued_status_is_a_word_of_the_vocabulary():
 
 def test_statuses_are_read_from_a_chapters_saved_glue(tmp_path):
     """The reader of glued statuses, on a one-cell chapter: the value myst-nb saved (a repr)."""
-    out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "status-WU-1", "mime_prefix": ""}},
+    out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "status-WU-1", "mime_prefix": "application/papermill.record/"}},
            "data": {"application/papermill.record/text/plain": "'reproduces in part'"}}  # as myst-nb saves it
     nb = {"cells": [{"cell_type": "code", "source": "", "metadata": {}, "outputs": [out], "execution_count": 1}],
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}

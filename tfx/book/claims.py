@@ -159,7 +159,7 @@ CLAIMS = [
           "WMT'14 En-De 6/12/18 layers: Post-LN 27.80/failed/failed, Pre-LN 27.27/28.26/28.38, "
           "Admin 27.90/28.58/29.03 BLEU (with warmup); without warmup (IWSLT'14, lr × β2) Post-LN diverges "
           "in 7 of 15 settings, Pre-LN and Admin in none.",
-          ("12-depth-with-warmup", "{claim-AD-3}; quality: {ad3-quality}; {ad3-tr}")),
+          ("12-depth-with-warmup", "{claim-AD-3}")),
     # Huang et al. 2020: T-Fixup
     Claim("TF-1", "huang2020tfixup", "T-Fixup condition",
           "The T-Fixup condition for attention blocks.",
@@ -358,9 +358,9 @@ def glued_text(nb_path: Path, name: str) -> str | None:
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
     for c in cells:
         for o in c.get("outputs", []) if c["cell_type"] == "code" else ():
-            if (o.get("metadata") or {}).get("scrapbook", {}).get("name") == name:
-                data = o.get("data", {})  # myst-nb: application/papermill.record/text/plain
-                text = "".join(next((v for k, v in data.items() if k.endswith("text/plain")), ""))
+            book = (o.get("metadata") or {}).get("scrapbook", {})
+            if book.get("name") == name:  # saved under the scrapbook's mime prefix, if any
+                text = "".join(o.get("data", {}).get(book.get("mime_prefix", "") + "text/plain", ""))
                 try:
                     return str(ast.literal_eval(text))
                 except (ValueError, SyntaxError):
