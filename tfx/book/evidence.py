@@ -304,3 +304,25 @@ def glue_claim(claim: str, profile: str = "book", load=records) -> str:
 
 def median(values) -> float:
     return statistics.median(values)
+
+
+def best_rate_table(records, axis: str, variants=None, **point) -> str:
+    """A Markdown table of a learning-rate sweep read at each variant's own best rate: one row per
+    variant of ``axis`` (default: every one, in the records' order) with its best rate
+    (:func:`tfx.runs.effects.best_rate`; 'at the grid's edge' when not bracketed), the held-out
+    loss at the end of each seed there, and the seeds' outcomes (:mod:`tfx.runs.outcome`)."""
+    from ..runs import outcome
+
+    lr = effects.lr_axis(records)
+    variants = list(variants or dict.fromkeys(r.point[axis] for r in results.select(records, **point)))
+    lines = [f"| {axis} | best rate | held-out loss at the end, per seed (nats) | outcomes there |",
+             "|---|---|---|---|"]
+    for v in variants:
+        b = effects.best_rate(records, **point, **{axis: v})
+        runs = results.select(records, **point, **{axis: v, lr: b.variant})
+        s = outcome.summarize(runs)
+        losses = " / ".join("diverged" if o == "diverged" else f"{x:.2f}" for o, x in zip(s["verdicts"], s["losses"]))
+        outs = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
+        edge = "" if b.bracketed else " (at the grid's edge)"
+        lines.append(f"| {v} | {b.variant}{edge} | {losses} | {outs} |")
+    return "\n".join(lines)
