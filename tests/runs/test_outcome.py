@@ -98,6 +98,31 @@ def test_records_are_rejudged_by_the_current_rule():
     assert rec.status == rec.history.status == rec.outcome.verdict == "did not learn"
 
 
+def test_a_results_file_is_restamped_with_the_current_rule(tmp_path):
+    """Records stored under an older rule ('did not learn' for a run still falling) are
+    rewritten with today's verdict by ``python -m tfx.sweep … --rejudge``; a current record
+    is left byte for byte."""
+    import json
+
+    from tfx.runs import results, sweep
+
+    recs = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)
+    path = results.files_for(tmp_path, "warmup-fixes", "quick")[0]
+    lines = path.read_text().splitlines()
+    old = json.loads(lines[0])
+    falling = {**old["history"], "eval_step": [10, 20, 30, 40, 50], "eval_loss": [9.0, 8.9, 8.8, 8.7, 8.5],
+               "status": "did not learn", "reason": "an older rule's words"}
+    stale = {**old, "status": "did not learn", "reason": "an older rule's words", "history": falling}
+    path.write_text("\n".join([json.dumps(stale)] + lines[1:]) + "\n")
+    before_rest = path.read_text().splitlines()[1:]
+    assert sweep.main(["warmup-fixes", "--profile", "quick", "--results", str(tmp_path), "--rejudge"]) == 0
+    after = path.read_text().splitlines()
+    d = json.loads(after[0])
+    assert d["status"] == d["history"]["status"] == "still learning" and "still falling" in d["reason"]
+    assert after[1:] == before_rest and len(recs) == len(after)
+    assert results.rejudge_file(path) == 0  # current now
+
+
 # ------------------------------------------------------------------ data-order seeds
 def test_data_seed_defaults_to_the_seed_and_seeds_see_different_batches():
     assert data_step(1, TrainConfig(seed=0)) == 0

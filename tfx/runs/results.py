@@ -181,6 +181,22 @@ def rewrite(path, change) -> int:
         os.close(fd)
 
 
+def rejudge_file(path) -> int:
+    """Store in every record of ``path`` the outcome the current rule gives it (status and
+    reason, top level and in the history), through :func:`rewrite`: a record read is judged
+    anew anyway (:meth:`Record.from_dict`), and this keeps the file saying the same. Returns
+    how many records changed."""
+    def change(d):
+        rec = Record.from_dict(d)
+        h = d.get("history", {})
+        now = (rec.status, rec.reason)
+        if (d.get("status"), d.get("reason", "")) == now and (h.get("status"), h.get("reason", "")) == now:
+            return None
+        return {**d, "status": rec.status, "reason": rec.reason,
+                "history": {**h, "status": rec.status, "reason": rec.reason}}
+    return rewrite(path, change)
+
+
 def read(paths, dedupe: bool = True) -> list[Record]:
     """Records from one or more JSON-lines files, merged, sorted by their place in the
     experiment. ``dedupe``: one record per run (``run_id``), the most recently finished.

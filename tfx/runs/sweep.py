@@ -545,6 +545,8 @@ def main(argv=None) -> int:
                          "start no run that is not expected to finish within M minutes; rerun to continue")
     ap.add_argument("--fixture", action="store_true",
                     help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
+    ap.add_argument("--rejudge", action="store_true",
+                    help="store in every record of these experiments the outcome the current rule gives it, and exit")
     args = ap.parse_args(argv)
     from .experiment import Experiment
     from .profiles import get_profile
@@ -554,6 +556,14 @@ def main(argv=None) -> int:
             raise ValueError(f"--budget-minutes={args.budget_minutes} must be > 0")
         start = time.monotonic()
         exps = [Experiment.load(e) for e in args.experiments]
+        if args.rejudge:
+            P = get_profile(args.profile, check_task=False)
+            folder = Path(args.results) if args.results else results.default_dir()
+            for exp in exps:
+                for f in results.files_for(folder, exp.name, P.name):
+                    print(f"{f}: {results.rejudge_file(f)} records now stored with the current outcome rule's verdict",
+                          file=sys.stderr)
+            return 0
         if args.list:
             P = get_profile(args.profile, check_task=False)
             i, n = parse_shard(args.shard) if args.shard else (0, 1)
