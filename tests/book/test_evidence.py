@@ -102,3 +102,14 @@ def test_every_registered_comparison_names_axes_and_variants_of_its_experiment()
         assert c.axis in grid and {c.a, c.b} <= set(grid[c.axis]), c
         for k, v in {**c.point, **c.contrast}.items():
             assert k in grid and v in grid[k], (c, k, v)
+
+
+def test_best_rate_table_reads_each_variant_at_its_own_best_rate():
+    recs = _grid(BEST, FLOOR)
+    t = evidence.best_rate_table(recs, "arch", warmup="none")
+    rows = t.splitlines()
+    assert rows[0].startswith("| arch | best rate") and len(rows) == 4
+    assert rows[2].startswith("| A | 1e-3 |") and "learned 5/5" in rows[2]
+    assert rows[3].startswith("| B | 1e-2 |") and "edge" not in t
+    edge = evidence.best_rate_table(_grid({**BEST, ("A", "none"): 1e-4}, FLOOR), "arch", ["A"], warmup="none")
+    assert "1e-4 (at the grid's edge)" in edge

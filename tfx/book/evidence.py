@@ -269,6 +269,40 @@ COMPARISONS += [
     Comparison("PL-1", "at lr 1e-2, the stream grows less with 1/√ℓ than without", "placements", "placement",
                "Pre-LN, 1/√ℓ", "Pre-LN", "lower", {"lr": "1e-2"}, measure="log10 stream growth"),
 ]
+# --- chapters 8-10: the fixes by initialisation and by scaling the residual, each scheme at its own
+# best learning rate (their weights differ in scale, so one shared rate is a different step for each)
+COMPARISONS += [
+    # TF-2, Huang et al. 2020: with T-Fixup a model with no LayerNorm trains without warmup (chapter 8)
+    Comparison("TF-2", "no LayerNorm, no warmup: T-Fixup at its best rate ends lower than Xavier at its own",
+               "t-fixup", "scheme", "T-Fixup", "Xavier, no LN", "lower", own_rate=True),
+    Comparison("TF-2", "T-Fixup (no LayerNorm, no warmup) at its best rate ends lower than Post-LN without "
+                       "warmup at its own", "t-fixup", "scheme", "T-Fixup", "Post-LN", "lower", own_rate=True),
+    Comparison("TF-2", "T-Fixup (no LayerNorm, no warmup) at its best rate ends lower than Post-LN with warmup "
+                       "at its own (the paper's baseline)", "t-fixup", "scheme", "T-Fixup", "Post-LN, warmup",
+               "lower", own_rate=True),
+    # LP-3, Xu et al. 2020 §4: the Lipschitz-constrained initialisation keeps deep v1 (Post-LN) trainable
+    # (chapter 9)
+    Comparison("LP-3", "v1 without warmup: the Lipschitz initialisation at its best rate ends lower than Xavier "
+                       "at its own", "lipschitz", "init", "Lipschitz", "Xavier", "lower", own_rate=True),
+    Comparison("LP-3", "v1: the Lipschitz initialisation without warmup at its best rate ends lower than Xavier "
+                       "with warmup at its own", "lipschitz", "init", "Lipschitz", "Xavier, warmup", "lower",
+               own_rate=True),
+    # RZ-1 (training half): ReZero trains deep without warmup (Bachlechner et al.), at a cost in quality
+    # against normalised models (Liu et al. §5.3: 1-2 BLEU below Pre-LN and Admin) (chapter 10)
+    Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends lower than Post-LN at its own",
+               "schemes", "scheme", "ReZero", "Post-LN", "lower", own_rate=True),
+    Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends higher than Pre-LN at its own "
+                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Pre-LN", "higher", own_rate=True),
+    Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends higher than Admin at its own "
+                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Admin", "higher", own_rate=True),
+    # DN-1 (training half), Wang et al. 2022: with DeepNorm's constants deep Post-LN-style models train
+    # stably (chapter 10)
+    Comparison("DN-1", "12+12 layers, no warmup: DeepNorm at its best rate ends lower than Post-LN at its own",
+               "schemes", "scheme", "DeepNorm", "Post-LN", "lower", own_rate=True),
+    Comparison("DN-1", "12+12 layers, no warmup: Post-LN's final loss is more sensitive to the learning rate "
+                       "than DeepNorm's", "schemes", "scheme", "Post-LN", "DeepNorm", "higher",
+               measure="LR sensitivity"),
+]
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:
     BY_CLAIM.setdefault(_c.claim, []).append(_c)
@@ -336,3 +370,25 @@ def glue_claim(claim: str, profile: str = "book", load=records) -> str:
     glue(f"claim-{claim}", text)
     glue_status(claim, status(claim, profile, load))
     return text
+
+
+def best_rate_table(records, axis: str, variants=None, **point) -> str:
+    """A Markdown table of a learning-rate sweep read at each variant's own best rate: one row per
+    variant of ``axis`` (default: every one, in the records' order) with its best rate
+    (:func:`tfx.runs.effects.best_rate`; 'at the grid's edge' when not bracketed), the held-out
+    loss at the end of each seed there, and the seeds' outcomes (:mod:`tfx.runs.outcome`)."""
+    from ..runs import outcome
+
+    lr = effects.lr_axis(records)
+    variants = list(variants or dict.fromkeys(r.point[axis] for r in results.select(records, **point)))
+    lines = [f"| {axis} | best rate | held-out loss at the end, per seed (nats) | outcomes there |",
+             "|---|---|---|---|"]
+    for v in variants:
+        b = effects.best_rate(records, **point, **{axis: v})
+        runs = results.select(records, **point, **{axis: v, lr: b.variant})
+        s = outcome.summarize(runs)
+        losses = " / ".join("diverged" if o == "diverged" else f"{x:.2f}" for o, x in zip(s["verdicts"], s["losses"]))
+        outs = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
+        edge = "" if b.bracketed else " (at the grid's edge)"
+        lines.append(f"| {v} | {b.variant}{edge} | {losses} | {outs} |")
+    return "\n".join(lines)

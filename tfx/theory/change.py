@@ -137,7 +137,7 @@ def perturbation_seed(seed: int) -> int:
 
 def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: int = 1, batch_size: int = 32,
                         perturbation: str = "random", scale: float = 1e-2, lr: float = 1e-5,
-                        stack: str = "encoder", **model_kw) -> dict:
+                        stack: str = "encoder", with_beta: bool = True, **model_kw) -> dict:
     """AM-2 against depth: ``output_change`` of encoder-only models (``stack="encoder"``)
     or decoder-only LMs (``stack="decoder"``) with N ∈ ``depths`` layers, for each scheme,
     over ``seeds`` (each seed: a fresh init, a fresh δ). ``schemes``: keys of
@@ -145,7 +145,8 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
     profiling batch.
 
     Alongside, ``res["sum_beta_sq"][scheme]`` holds Σ_i β²_{i,i} of the same models
-    (``layer_dependency``): Theorem 2 says the output change is C times it.
+    (``layer_dependency``): Theorem 2 says the output change is C times it (``with_beta=False``
+    skips it: NaN).
 
     Returns ``{"depths": array, scheme: array (len(depths), seeds), "sum_beta_sq": {scheme: array}}``."""
     if stack not in ("encoder", "decoder"):
@@ -160,10 +161,47 @@ def output_change_sweep(task, depths, schemes=("post", "pre", "admin"), seeds: i
                 n_enc, n_dec = (0, n) if stack == "decoder" else (n, 0)
                 m = build_scheme(sch, task, n_enc, n_dec, batch=batch, seed=s, **model_kw)
                 vals[a, s] = output_change(m, batch, perturbation, scale=scale, lr=lr, seed=perturbation_seed(s))
-                sb[a, s] = float(np.nansum(np.diag(layer_dependency(m, batch)[stack]["beta"])[1:] ** 2))
+                sb[a, s] = (float(np.nansum(np.diag(layer_dependency(m, batch)[stack]["beta"])[1:] ** 2))
+                            if with_beta else np.nan)
         res[sch] = vals
         res["sum_beta_sq"][sch] = sb
     return res
+
+
+# ----------------------------------------------------------------- growth with depth, per seed
+# "Does not grow" means a depth exponent within ±FLAT_EXPONENT of 0: over 2 to 24 layers an exponent
+# of 0.25 is a factor 12^0.25 ≈ 1.9 in ‖ΔF‖², where Post-LN's grows by orders of magnitude (TF-1, DN-1).
+FLAT_EXPONENT = 0.25
+
+
+def depth_exponents(res, scheme: str) -> dict:
+    """``{seed: k}``: the log-log slope of the output change against depth N, one per seed of an
+    :func:`output_change_sweep` (``res[scheme]`` has shape (depths, seeds)), fitted over the depths
+    where the change is finite and positive (a model whose first step overflows at the deepest N
+    is fitted over the shallower ones; fewer than two such depths: NaN)."""
+    N = np.asarray(res["depths"], dtype=float)
+    vals = np.asarray(res[scheme], dtype=float)
+    out = {}
+    for s in range(vals.shape[1]):
+        ok = np.isfinite(vals[:, s]) & (vals[:, s] > 0)
+        out[s] = (float(np.polyfit(np.log(N[ok]), np.log(vals[ok, s]), 1)[0]) if ok.sum() >= 2
+                  else float("nan"))
+    return out
+
+
+def depth_growth_effect(res, a: str, b: str | None = None, expect: str = "lower", a_name: str | None = None,
+                        b_name: str | None = None):
+    """The paired effect (:func:`tfx.runs.effects.paired`, seed by seed) on the depth exponent of
+    the output change: ``a``'s against ``b``'s (``expect='lower'``: a grows more slowly), or with
+    ``b=None`` ``a``'s against 0 (``expect='equal'``: it does not grow, within ±FLAT_EXPONENT).
+    ``res`` may hold both schemes under any names (merge two sweeps' dicts)."""
+    from ..runs.effects import paired
+
+    ea = depth_exponents(res, a)
+    eb = depth_exponents(res, b) if b is not None else {s: 0.0 for s in ea}
+    margin = FLAT_EXPONENT if expect == "equal" else 0.0
+    return paired(ea, eb, expect, a_name or a, b_name or (b if b is not None else "no growth (0)"),
+                  unit="", margin=margin)
 
 
 LAW_R2 = 0.9  # a depth law holds when a line through the measured points fits them this well
