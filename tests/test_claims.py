@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import tfx
+from tfx.book import evidence
 import tfx.runs.sweep
 from tfx.nn import constants
 from tfx.theory import adam, change, dependency, fit, gradients, hidden, jacobian
@@ -371,9 +372,9 @@ def test_TF_1_output_change_after_one_adam_step_grows_more_slowly_with_depth():
     first step moves every weight by ≈ lr, and the bound is made for SGD)."""
     res = _adam_step_sweep(**{"t-fixup": ("t-fixup", {}), "xavier": ("t-fixup", {"init": "xavier"}),
                               "post": ("post", {})})
-    assert change.depth_growth_effect(res, "t-fixup", "xavier").verdict == "reproduces"
-    assert change.depth_growth_effect(res, "t-fixup", "post").verdict == "reproduces"
-    flat = change.depth_growth_effect(res, "t-fixup", expect="equal")
+    assert evidence.depth_growth_effect(res, "t-fixup", "xavier").verdict == "reproduces"
+    assert evidence.depth_growth_effect(res, "t-fixup", "post").verdict == "reproduces"
+    flat = evidence.depth_growth_effect(res, "t-fixup", expect="equal")
     assert flat.verdict == "reversed" and flat.low > 1.0
 
 
@@ -602,8 +603,8 @@ def test_DN_1_depth_exponent_of_one_adam_step_against_post_ln():
     to −1.5), 'reproduces'; bounded in depth (within ±0.25 of 0) is the recorded non-reproduction:
     +1.0 (CI +0.9 to +1.1), 'reversed'."""
     res = _adam_step_sweep(deepnorm=("deepnorm", {}), post=("post", {}))
-    assert change.depth_growth_effect(res, "deepnorm", "post").verdict == "reproduces"
-    flat = change.depth_growth_effect(res, "deepnorm", expect="equal")
+    assert evidence.depth_growth_effect(res, "deepnorm", "post").verdict == "reproduces"
+    flat = evidence.depth_growth_effect(res, "deepnorm", expect="equal")
     assert flat.verdict == "reversed" and flat.low > 0.5
 
 

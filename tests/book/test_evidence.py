@@ -113,3 +113,18 @@ def test_best_rate_table_reads_each_variant_at_its_own_best_rate():
     assert rows[3].startswith("| B | 1e-2 |") and "edge" not in t
     edge = evidence.best_rate_table(_grid({**BEST, ("A", "none"): 1e-4}, FLOOR), "arch", ["A"], warmup="none")
     assert "1e-4 (at the grid's edge)" in edge
+
+
+def test_the_depth_growth_effect_can_give_every_verdict():
+    """One scheme's depth exponent of the output change against another's, or against 0 within
+    ±FLAT_EXPONENT (tfx.theory.change.depth_exponents, paired by seed)."""
+    import numpy as np
+
+    N = np.array([2.0, 4.0, 8.0, 16.0])
+    jitter = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
+    res = {"depths": N, "flat": np.outer(np.ones_like(N), jitter) * N[:, None] ** 0.02 * 1e-3,
+           "grows": np.outer(N ** 2.0, jitter)}
+    assert evidence.depth_growth_effect(res, "flat", "grows").verdict == "reproduces"
+    assert evidence.depth_growth_effect(res, "grows", "flat").verdict == "reversed"
+    assert evidence.depth_growth_effect(res, "flat", expect="equal").verdict == "reproduces"
+    assert evidence.depth_growth_effect(res, "grows", expect="equal").verdict == "reversed"

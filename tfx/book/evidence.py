@@ -392,3 +392,19 @@ def best_rate_table(records, axis: str, variants=None, **point) -> str:
         edge = "" if b.bracketed else " (at the grid's edge)"
         lines.append(f"| {v} | {b.variant}{edge} | {losses} | {outs} |")
     return "\n".join(lines)
+
+
+def depth_growth_effect(res, a: str, b: str | None = None, expect: str = "lower", a_name: str | None = None,
+                        b_name: str | None = None) -> Effect:
+    """The paired effect (:func:`tfx.runs.effects.paired`, seed by seed) on the depth exponent of
+    the output change (:func:`tfx.theory.change.depth_exponents` of an ``output_change_sweep``):
+    ``a``'s against ``b``'s (``expect='lower'``: a grows more slowly), or with ``b=None`` ``a``'s
+    against 0 (``expect='equal'``: it does not grow, within ±``change.FLAT_EXPONENT``). ``res``
+    may hold both schemes under any names (merge two sweeps' dicts)."""
+    from ..theory import change
+
+    ea = change.depth_exponents(res, a)
+    eb = change.depth_exponents(res, b) if b is not None else {s: 0.0 for s in ea}
+    margin = change.FLAT_EXPONENT if expect == "equal" else 0.0
+    return effects.paired(ea, eb, expect, a_name or a, b_name or (b if b is not None else "no growth (0)"),
+                          unit="", margin=margin)

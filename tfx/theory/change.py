@@ -189,21 +189,6 @@ def depth_exponents(res, scheme: str) -> dict:
     return out
 
 
-def depth_growth_effect(res, a: str, b: str | None = None, expect: str = "lower", a_name: str | None = None,
-                        b_name: str | None = None):
-    """The paired effect (:func:`tfx.runs.effects.paired`, seed by seed) on the depth exponent of
-    the output change: ``a``'s against ``b``'s (``expect='lower'``: a grows more slowly), or with
-    ``b=None`` ``a``'s against 0 (``expect='equal'``: it does not grow, within ±FLAT_EXPONENT).
-    ``res`` may hold both schemes under any names (merge two sweeps' dicts)."""
-    from ..runs.effects import paired
-
-    ea = depth_exponents(res, a)
-    eb = depth_exponents(res, b) if b is not None else {s: 0.0 for s in ea}
-    margin = FLAT_EXPONENT if expect == "equal" else 0.0
-    return paired(ea, eb, expect, a_name or a, b_name or (b if b is not None else "no growth (0)"),
-                  unit="", margin=margin)
-
-
 LAW_R2 = 0.9  # a depth law holds when a line through the measured points fits them this well
 
 
