@@ -57,7 +57,7 @@ class Claim:
 
 CLAIMS = [
     # Xiong et al. 2020: LayerNorm, hidden norms and gradients at initialisation
-    Claim("LN-1", "xiong2020preln,borealis2021training", "Lemma 3; tutorial eq. 4",
+    Claim("LN-1", "xiong2020preln,borealis2021training", "Lemma 3 of the first (corrected: see chapter 3), eq. 4 of the second",
           "The Jacobian of LayerNorm (unit gain, zero bias) shrinks as its input grows.",
           "Spectral norm exactly √d/‖x−μ‖ (√d/√(‖x−μ‖² + dε) with ε); slope −1 against ‖x‖ on log-log axes.",
           ("03-layernorm-jacobian", "autograd vs formula within {ln1_max_rel_err:.0e} (relative); "
