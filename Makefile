@@ -130,11 +130,13 @@ gpu-results:
 gpu-plan:
 	@PYTHONPATH=$(CURDIR) HF_HUB_OFFLINE=1 $(GPU_PYTHON) -m tfx.sweep $(GPU_PLAN) --profile full --plan --jobs $(JOBS)
 
-# The wheels scripts/gpu_burst.sh installs on a bare GPU machine (CPython 3.12, manylinux x86-64):
-# tfx-book itself, and what the sweep imports that such a machine may lack (scripts/gpu_wheels.txt).
+# The wheels scripts/gpu_burst.sh installs on a bare GPU machine where its python3 lacks them
+# (CPython 3.12, manylinux x86-64): what the sweep imports beyond torch (scripts/gpu_wheels.txt).
+# tfx-book itself is built there from the carried tree (GPU_WHEELS_ARGS=--tfx: a wheel of it too).
 GPU_WHEELS ?= .gpu-wheels
+GPU_WHEELS_ARGS ?=
 gpu-wheels: $(STAMP)
-	$(BIN)/python scripts/gpu_wheels.py $(GPU_WHEELS)
+	$(BIN)/python scripts/gpu_wheels.py $(GPU_WHEELS) $(GPU_WHEELS_ARGS)
 
 NB ?=
 notebooks: $(STAMP)

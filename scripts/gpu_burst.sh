@@ -3,11 +3,13 @@
 #
 #   OUT=/some/folder bash scripts/gpu_burst.sh
 #
-# Run from a copy of this working tree with the folder that `make gpu-wheels` fills
-# (.gpu-wheels/) beside it. Uses the machine's own python3 and its PyTorch (never installs
+# Run from a copy of this working tree (with .gpu-wheels/, filled by `make gpu-wheels`, beside
+# it when the machine lacks a module the sweep imports). Uses the machine's own python3 and its PyTorch (never installs
 # torch); installs into a scratch folder, with --no-deps and no network: tfx-book from its
-# carried wheel (checked to be this tree's training code) and, of scripts/gpu_wheels.txt, only
-# what python3 cannot import. Then the bench (once: while results/gpu-bench.txt is not in the
+# carried wheel if there is one (checked to be this tree's training code), else built from this
+# tree, and, of scripts/gpu_wheels.txt, only what python3 cannot import (the GPU machines seen
+# so far import all of it: carry .gpu-wheels only when a log says one is missing; the carried
+# tree and folders must stay under 64 MiB). Then the bench (once: while results/gpu-bench.txt is not in the
 # tree) and the next slice of the plan (tfx.runs.cost.GPU_PLAN, full profile), no run
 # starting that would not end within MINUTES of the burst's start. Records already in
 # results/ are skipped. Into $OUT: gpu-burst.log, bench.txt (when the bench ran) and
@@ -65,8 +67,14 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L
 # ------------------------------------------------------------------ install (no network, no torch)
 picks=()
 tfx_wheel=$(ls "$WHEELS"/tfx_book-*.whl 2>/dev/null | head -n 1)
-[ -n "$tfx_wheel" ] || die "no tfx_book-*.whl in WHEELS=$WHEELS: run 'make gpu-wheels' here and carry .gpu-wheels"
-picks+=("$tfx_wheel")
+if [ -n "$tfx_wheel" ]; then
+  picks+=("$tfx_wheel"); tfx_from=$(basename "$tfx_wheel")
+else  # no carried wheel of tfx-book: build it from this tree (a copy: the tree stays as it is)
+  mkdir -p "$WORK/src"
+  cp -r "$REPO/tfx" "$REPO/pyproject.toml" "$REPO/setup.py" "$REPO/MANIFEST.in" "$REPO/README.md" "$WORK/src"/ \
+    || die "cannot copy the tree's tfx to build it"
+  picks+=("$WORK/src"); tfx_from="this tree"
+fi
 while read -r req mod; do
   [ -z "$req" ] && continue
   if "$PYTHON" -c "import $mod" 2>/dev/null; then
@@ -81,8 +89,8 @@ while read -r req mod; do
   echo "   $mod: from $(basename "$whl")"
   picks+=("$whl")
 done < <(sed -e 's/#.*//' "$WHEEL_LIST" | awk 'NF')
-"$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --disable-pip-version-check \
-  --target "$SITE" "${picks[@]}" || die "pip could not install ${picks[*]}"
+"$PYTHON" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir \
+  --disable-pip-version-check --target "$SITE" "${picks[@]}" || die "pip could not install ${picks[*]}"
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 
 # the installed tfx must train with this tree's code, or its records would be keyed to another version
@@ -91,7 +99,7 @@ read -r tree_v tree_f < <(cd "$REPO" && "$PYTHON" -c "$version")
 read -r site_v site_f < <(cd "$WORK" && "$PYTHON" -c "$version")
 [[ "$site_f" == "$SITE"/* ]] || die "tfx imported from $site_f, not from the installed wheel"
 [ "$tree_v" = "$site_v" ] || die "the carried $(basename "$tfx_wheel") trains with code $site_v, this tree with $tree_v: run 'make gpu-wheels' again and carry it"
-echo "   tfx-book installed: code $site_v ($(elapsed) s)"
+echo "   tfx-book installed from $tfx_from: code $site_v ($(elapsed) s)"
 
 # ------------------------------------------------------------------ records so far
 RES=$WORK/results

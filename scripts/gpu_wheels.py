@@ -1,11 +1,14 @@
 """Fill a folder with the wheels scripts/gpu_burst.sh installs on a bare GPU machine:
 
     python scripts/gpu_wheels.py .gpu-wheels          # make gpu-wheels
+    python scripts/gpu_wheels.py .gpu-wheels --tfx    # and a wheel of this checkout
 
-* ``tfx_book-*.whl``, built from this checkout (no dependencies: the machine keeps its torch);
 * every wheel of ``scripts/gpu_wheels.txt`` (what the sweep and the bench import beyond torch
   and numpy), downloaded for CPython 3.12 on manylinux x86-64 with ``pip download --no-deps``,
-  exactly those versions and nothing else.
+  exactly those versions and nothing else;
+* with ``--tfx``, ``tfx_book-*.whl`` built from this checkout (no dependencies). Without it the
+  script builds tfx-book from the carried tree itself, which keeps the carry small (the wheel
+  holds the corpora, ~10 MiB, and a lent machine takes at most 64 MiB with the tree).
 
 The folder is ignored by git (.gitignore); carry it beside the working tree. Older files in
 it are removed first, so it holds one version of each.
@@ -56,18 +59,22 @@ def download(folder: Path, requirements) -> None:
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    with_tfx = "--tfx" in args
+    args = [a for a in args if a != "--tfx"]
     if len(args) != 1:
-        print("usage: python scripts/gpu_wheels.py FOLDER", file=sys.stderr)
+        print("usage: python scripts/gpu_wheels.py FOLDER [--tfx]", file=sys.stderr)
         return 2
     folder = Path(args[0])
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.whl"):
         old.unlink()
-    print(f"built {build_tfx_wheel(folder).name}")
+    if with_tfx:
+        print(f"built {build_tfx_wheel(folder).name}")
     download(folder, wanted())
     names = sorted(w.name for w in folder.glob("*.whl"))
     size = sum(w.stat().st_size for w in folder.glob("*.whl")) / 2**20
-    print(f"{len(names)} wheels in {folder} ({size:.1f} MiB): carry it beside the working tree\n  " + "\n  ".join(names))
+    print(f"{len(names)} wheels in {folder} ({size:.1f} MiB): carry it beside the working tree where the GPU "
+          "machine lacks one of them (scripts/gpu_burst.sh says so)\n  " + "\n  ".join(names))
     return 0
 
 

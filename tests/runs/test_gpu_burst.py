@@ -60,7 +60,7 @@ def test_a_burst_installs_from_carried_wheels_runs_the_bench_and_a_fixture_plan(
     assert r.returncode == 0, log + r.stderr
     assert "tqdm: the machine's own" in log  # importable: kept, not installed
     assert "tfx_burst_probe: from tfx_burst_probe-0.1" in log.replace("tfx-burst-probe", "tfx_burst_probe")
-    assert "tfx-book installed: code" in log
+    assert "tfx-book installed from tfx_book-0.1.0-py3-none-any.whl: code" in log
     assert "tfx/torch speed ratio" in (out / "bench.txt").read_text()
     assert "plan (profile full" in log and "every planned run is recorded" in log
     with tarfile.open(out / "results.tar.gz") as tar:
@@ -70,11 +70,17 @@ def test_a_burst_installs_from_carried_wheels_runs_the_bench_and_a_fixture_plan(
     assert len(lines) == 15 and all('"fixture":true' in ln for ln in lines)
     assert sorted(p.name for p in out.iterdir()) == ["bench.txt", "gpu-burst.log", "results.tar.gz"]
 
-    # the next burst, with those records in the tree: nothing to train, nothing new, no bench (BENCH=never)
+    # the next burst, with those records in the tree and no wheel of tfx-book carried (built from
+    # the tree): nothing to train, nothing new, no bench (BENCH=never)
+    no_tfx = tmp_path / "no-tfx"
+    no_tfx.mkdir()
+    for w in wheels.glob("tfx_burst_probe-*.whl"):
+        (no_tfx / w.name).write_bytes(w.read_bytes())
     out2 = tmp_path / "out2"
-    r = burst(tmp_path, wheels, out2, tmp_path / "next" / "results")
+    r = burst(tmp_path, no_tfx, out2, tmp_path / "next" / "results")
     log = (out2 / "gpu-burst.log").read_text()
     assert r.returncode == 0, log
+    assert "tfx-book installed from this tree: code" in log
     assert "15 already recorded" in log and "no new records" in log
     assert sorted(p.name for p in out2.iterdir()) == ["gpu-burst.log"]
 
@@ -83,7 +89,7 @@ def test_a_burst_says_what_is_missing(tmp_path, wheels):
     empty = tmp_path / "empty"
     empty.mkdir()
     r = burst(tmp_path, empty, tmp_path / "o1", tmp_path)
-    assert r.returncode == 2 and "no tfx_book-*.whl" in r.stdout + r.stderr
+    assert r.returncode == 2 and "has no wheel of tfx-burst-probe==0.1" in r.stdout + r.stderr
     only_tfx = tmp_path / "only-tfx"
     only_tfx.mkdir()
     for w in wheels.glob("tfx_book-*.whl"):
