@@ -7,6 +7,8 @@
 #                       (one notebook: make notebooks NB=book/03-x.ipynb; profile from TFX_PROFILE)
 #   make colab-check    every notebook from the built wheel in a clean venv, from an empty folder (quick)
 #   make gpu-results    the GPU half: every experiment's full profile, in priority order, within BUDGET minutes
+#   make gpu-plan       print that plan: each experiment, its runs, their estimated minutes, the total (trains nothing)
+#   make gpu-wheels     the wheels a bare GPU machine lacks, into .gpu-wheels/ (carry it; scripts/gpu_burst.sh)
 #   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
 # Needs GNU make and Python 3.11-3.13 (python3, or PYTHON=...); .venv is created on first use.
 
@@ -27,7 +29,8 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check gpu-results
+.PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check gpu-results \
+        gpu-plan gpu-wheels
 
 venv: $(STAMP)
 
@@ -111,15 +114,29 @@ colab-check: $(STAMP)
 # profile of every experiment, the runs that settle a claim first; no run starts that is
 # not expected to finish within BUDGET minutes, so repeating the command fills in the rest.
 # Uses .venv where there is one, else the machine's python3 with tfx importable from here.
+# On a lent GPU machine use scripts/gpu_burst.sh, which installs what it lacks and runs this.
+# GPU_PLAN is tfx.runs.cost.GPU_PLAN (tests/runs/test_gpu_plan.py checks they agree).
 GPU_PLAN := experiments/lr-sensitivity experiments/warmup-axis experiments/depth experiments/warmup \
             experiments/warmup-fixes experiments/stability-map experiments/admin-profiling \
             experiments/translation experiments/lm experiments/logits experiments/norms \
             experiments/placements
 BUDGET ?= 9
-JOBS ?= 4
+JOBS ?= 8
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 gpu-results:
 	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m tfx.sweep $(GPU_PLAN) --profile full --budget-minutes $(BUDGET) --jobs $(JOBS)
+
+# The plan with the H100 cost model's step times (tfx.runs.cost), on any machine: trains nothing.
+gpu-plan:
+	@PYTHONPATH=$(CURDIR) HF_HUB_OFFLINE=1 $(GPU_PYTHON) -m tfx.sweep $(GPU_PLAN) --profile full --plan --jobs $(JOBS)
+
+# The wheels scripts/gpu_burst.sh installs on a bare GPU machine where its python3 lacks them
+# (CPython 3.12, manylinux x86-64): what the sweep imports beyond torch (scripts/gpu_wheels.txt).
+# tfx-book itself is built there from the carried tree (GPU_WHEELS_ARGS=--tfx: a wheel of it too).
+GPU_WHEELS ?= .gpu-wheels
+GPU_WHEELS_ARGS ?=
+gpu-wheels: $(STAMP)
+	$(BIN)/python scripts/gpu_wheels.py $(GPU_WHEELS) $(GPU_WHEELS_ARGS)
 
 NB ?=
 notebooks: $(STAMP)

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from tfx.runs import results, sweep
+from tfx.runs import cost, results, sweep
 from tfx.runs.experiment import Experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ def test_no_run_starts_that_cannot_finish_before_the_deadline(tmp_path, capsys):
     got = sweep.run_experiment(exp, "quick", tmp_path, progress=False, deadline=time.monotonic() + 60,
                                step_seconds=slow)
     assert got == [] and not (tmp_path / "warmup-fixes.quick.jsonl").exists()
-    assert "2 run(s) of warmup-fixes would not finish in time" in capsys.readouterr().err
+    assert f"{len(todo)} run(s) of warmup-fixes would not finish in time" in capsys.readouterr().err
     fast = {k: 1e-6 for k in slow}
     got = sweep.run_experiment(exp, "quick", tmp_path, progress=False, deadline=time.monotonic() + 60,
                                step_seconds=fast)
@@ -31,7 +31,11 @@ def test_the_estimate_is_steps_times_the_measured_step_time(tmp_path):
     job = sweep.plan(Experiment.load("warmup-fixes"), "quick", tmp_path)["todo"][0]
     s = sweep.measure_step_seconds(job)
     assert 0 < s < 5
-    assert sweep.estimate_seconds(job, {sweep._size_key(job): s}) == 1.1 * job["run"].train.steps * s
+    est = sweep.estimate_seconds(job, {sweep._size_key(job): s})
+    extra = cost.eval_step_equivalents(job["run"].model, job["run"].train, sweep._batch_shapes(sweep._task(job), 8)[1],
+                                       translation=False)
+    assert est == cost.run_seconds(job["run"].train.steps, s, extra) == s * (1.1 * job["run"].train.steps + extra) + 3.0
+    assert sweep.estimate_seconds(job, {sweep._size_key(job): 2 * s}) > est  # the measured time is the one used
 
 
 def test_the_plan_command_prints_its_plan_and_stops_at_the_budget(tmp_path):
@@ -57,4 +61,4 @@ def test_the_budget_also_holds_with_several_jobs(tmp_path, capsys):
     slow = {sweep._size_key(j): 3600.0 for j in todo}
     got = sweep.run_experiment(exp, "quick", tmp_path, jobs=2, progress=False, deadline=time.monotonic() + 60,
                                step_seconds=slow)
-    assert got == [] and "2 run(s) of warmup-fixes would not finish in time" in capsys.readouterr().err
+    assert got == [] and f"{len(todo)} run(s) of warmup-fixes would not finish in time" in capsys.readouterr().err

@@ -219,12 +219,18 @@ def fixture_run(run):
     return dataclasses.replace(run, model={**run.model, **FIXTURE_MODEL}, train=tc)
 
 
+# The fields a step's time depends on (tfx.runs.cost): runs that share them share one
+# measured step time, whatever their placement, initialiser or learning rate.
+_COST_MODEL_FIELDS = ("d_model", "n_heads", "d_ffn", "n_enc", "n_dec")
+_COST_TRAIN_FIELDS = ("batch_size", "max_tokens", "amp", "amp_dtype", "compile", "record_updates", "probes")
+
+
 def _size_key(job) -> str:
-    """Runs that cost the same per step: the same model fields, batch and precision."""
+    """Runs that cost the same per step: the same task, sizes, batch, precision and records."""
     run = job["run"]
-    t = run.train
-    return json.dumps([job["task"], run.model, t.batch_size, t.max_tokens, t.amp_dtype, t.compile, t.optimizer],
-                      sort_keys=True, default=str)
+    model = {k: run.model.get(k, getattr(ModelConfig, k)) for k in _COST_MODEL_FIELDS}
+    train = {k: getattr(run.train, k) for k in _COST_TRAIN_FIELDS}
+    return json.dumps([job["task"], model, train], sort_keys=True, default=str)
 
 
 def measure_step_seconds(job, steps: int = 4) -> float:
@@ -244,10 +250,38 @@ def measure_step_seconds(job, steps: int = 4) -> float:
     return max(times[1] - times[0], 1e-4) / steps
 
 
-def estimate_seconds(job, step_seconds: dict) -> float:
-    """A run's expected wall time: its steps × the measured seconds per step of its size,
-    plus 10 % for evaluation and checkpoints."""
-    return 1.1 * job["run"].train.steps * step_seconds[_size_key(job)]
+def modelled_step_seconds(job) -> float:
+    """Seconds per training step of ``job`` on one H100 from :mod:`tfx.runs.cost` (FLOPs and
+    the launch floor at the task's batch shapes): the plan's default until the GPU measures."""
+    from . import cost
+
+    task, run = _task(job), job["run"]
+    shapes = _batch_shapes(task, run.train.batch_size)
+    return cost.step_seconds(run.model, run.train, run.train.batch_size, *shapes)
+
+
+def _batch_shapes(task, batch_size: int) -> tuple[int, int, int]:
+    """(source length, target length, vocabulary) of ``task``'s first training batch."""
+    b = task.batch(0, batch_size)
+    src_len = b.src.shape[1] if getattr(b, "src", None) is not None else 0
+    return int(src_len), int(b.tgt.shape[1]), int(task.tgt_vocab)
+
+
+def estimate_seconds(job, step_seconds: dict, jobs: int = 1) -> float:
+    """A run's expected wall time (:func:`tfx.runs.cost.run_seconds`): its steps, evaluations
+    and probed steps at the seconds per step of its size (``step_seconds``, measured on this
+    device by :func:`measure_step_seconds`; a size missing from it gets
+    :func:`modelled_step_seconds`), with ``jobs`` runs trained at once."""
+    from . import cost
+
+    run = job["run"]
+    s = step_seconds.get(_size_key(job))
+    if s is None:
+        s = modelled_step_seconds(job)
+    translation = hasattr(_task(job), "references")
+    shapes = _batch_shapes(_task(job), run.train.batch_size)
+    extra = cost.eval_step_equivalents(run.model, run.train, shapes[1], translation)
+    return cost.run_seconds(run.train.steps, s, extra, jobs)
 
 
 def _task(job: dict):
@@ -408,7 +442,7 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
                      "threads": threads, "fixture": fixture,
                      "checkpoint_every": 0 if fixture else exp.checkpoint_every(P.name, run.train.steps)})
     return {"experiment": exp.name, "profile": P.name, "task": task, "note": note, "out": out, "shard": (i, n),
-            "mine": mine, "recorded": recorded, "todo": todo}
+            "mine": mine, "recorded": recorded, "todo": todo, "claims": list(exp.claims)}
 
 
 def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
@@ -448,7 +482,7 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
     def fits(job) -> bool:
         if deadline is None:
             return True
-        ok = time.monotonic() + estimate_seconds(job, step_seconds) <= deadline
+        ok = time.monotonic() + estimate_seconds(job, step_seconds, jobs) <= deadline
         if not ok:
             deferred.append(job)
         return ok
@@ -529,7 +563,7 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
 
 def main(argv=None) -> int:
     """``python -m tfx.sweep experiments/NAME [NAME …] [--profile P] [--jobs N] [--shard I/N]
-    [--results DIR] [--budget-minutes M] [--fixture]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
+    [--results DIR] [--budget-minutes M | --plan] [--fixture]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("experiments", nargs="+", metavar="experiment",
                     help="experiments/NAME or experiments/NAME.toml; several run in the order given")
@@ -543,6 +577,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-minutes", type=float, default=None,
                     help="measure each model size's step time, print the plan and its estimated cost, and "
                          "start no run that is not expected to finish within M minutes; rerun to continue")
+    ap.add_argument("--plan", action="store_true",
+                    help="print the plan (each experiment, its runs still to do, their estimated minutes from "
+                         "the H100 cost model of tfx.runs.cost, and the total) and exit: trains nothing")
     ap.add_argument("--fixture", action="store_true",
                     help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
     ap.add_argument("--rejudge", action="store_true",
@@ -552,6 +589,8 @@ def main(argv=None) -> int:
     from .profiles import get_profile
 
     try:
+        if isinstance(args.jobs, bool) or args.jobs < 1:
+            raise ValueError(f"--jobs={args.jobs} must be an integer ≥ 1")
         if args.budget_minutes is not None and not args.budget_minutes > 0:
             raise ValueError(f"--budget-minutes={args.budget_minutes} must be > 0")
         start = time.monotonic()
@@ -563,6 +602,13 @@ def main(argv=None) -> int:
                 for f in results.files_for(folder, exp.name, P.name):
                     print(f"{f}: {results.rejudge_file(f)} records now stored with the current outcome rule's verdict",
                           file=sys.stderr)
+            return 0
+        if args.plan:
+            if args.budget_minutes is not None:
+                raise ValueError("--plan trains nothing: give it without --budget-minutes")
+            plans = [plan(e, args.profile, args.results, args.shard, args.threads, args.fixture) for e in exps]
+            text, _ = plan_text(plans, args.jobs, details=True)
+            print(text)
             return 0
         if args.list:
             P = get_profile(args.profile, check_task=False)
@@ -591,24 +637,64 @@ def main(argv=None) -> int:
 
 
 def print_plan(exps, args) -> dict:
-    """Measure the step time of every model size still to run, print the plan (runs to do and
-    their estimated minutes per experiment, in the order given) and return the step times."""
+    """Measure the step time of every model size still to run on this device, print the plan
+    (:func:`plan_text`, to stderr) and return the step times."""
     plans = [plan(e, args.profile, args.results, args.shard, args.threads, args.fixture) for e in exps]
     step_seconds = {}
     for p in plans:
         for job in p["todo"]:
             if _size_key(job) not in step_seconds:
                 step_seconds[_size_key(job)] = measure_step_seconds(job)
-    rows, total = [], 0.0
-    for p in plans:
-        minutes = sum(estimate_seconds(j, step_seconds) for j in p["todo"]) / 60 / args.jobs
-        total += minutes
-        rows.append(f"  {p['experiment']:<18} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
-                    f"≈ {minutes:6.1f} min  (cumulative {total:6.1f})")
-    print(f"plan (profile {plans[0]['profile'] if plans else '?'}, {args.jobs} job(s) at once, step times "
-          f"measured on this device for {len(step_seconds)} model size(s)):\n" + "\n".join(rows)
-          + f"\n  estimated {total:.1f} min in all; budget {args.budget_minutes:g} min", file=sys.stderr, flush=True)
+    text, _ = plan_text(plans, args.jobs, step_seconds, budget=args.budget_minutes)
+    print(text, file=sys.stderr, flush=True)
     return step_seconds
+
+
+def _size_text(run) -> str:
+    m = {k: run.model.get(k, getattr(ModelConfig, k)) for k in _COST_MODEL_FIELDS}
+    body = f"{m['n_enc']}+{m['n_dec']}" if m["n_enc"] else f"{m['n_dec']}-layer LM"
+    return f"{body}, d {m['d_model']}, batch {run.train.batch_size}"
+
+
+def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: float | None = None,
+              details: bool = False) -> tuple[str, float]:
+    """The plan of :func:`plan` results ``plans`` as text, and its total minutes: each
+    experiment's runs still to do and their minutes with ``jobs`` runs at once
+    (:func:`estimate_seconds`; ``details``: one line per grid point too). With no
+    ``step_seconds`` the step times are the H100 cost model's (:mod:`tfx.runs.cost`), and the
+    total adds the bench and each burst's start: ``total ≈ N H100-minutes``."""
+    from . import cost
+
+    step_seconds = step_seconds or {}
+    measured = bool(step_seconds)
+    rows, runs_min = [], 0.0
+    for p in plans:
+        secs = [estimate_seconds(j, step_seconds, jobs) for j in p["todo"]]
+        minutes = sum(secs) / 60 / jobs
+        runs_min += minutes
+        claims = f" ({', '.join(p['claims'])})" if p.get("claims") else ""
+        rows.append(f"  {p['experiment'] + claims:<40} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
+                    f"≈ {minutes:5.1f} min  (cumulative {runs_min:5.1f})")
+        if details:
+            groups: dict = {}
+            for j, t in zip(p["todo"], secs):
+                g = groups.setdefault(j["run"].label, [j["run"], 0, t])
+                g[1] += 1
+            for label, (run, n, t) in groups.items():
+                rows.append(f"      {label:<52} {n} seed{'s' if n > 1 else ' '} × {run.train.steps:>5} steps  "
+                            f"{_size_text(run):<30} ≈ {t:4.0f} s a run")
+    source = (f"step times measured on this device for {len(step_seconds)} model size(s)" if measured
+              else "step times from the H100 cost model (tfx.runs.cost), not measured")
+    head = f"plan (profile {plans[0]['profile'] if plans else '?'}, {jobs} job(s) at once, {source}):"
+    if measured:
+        tail = f"  estimated {runs_min:.1f} min in all" + (f"; budget {budget:g} min" if budget else "")
+        return "\n".join([head, *rows, tail]), runs_min
+    n_bursts = cost.bursts(runs_min)
+    total = runs_min + cost.BENCH_SECONDS / 60 + n_bursts * cost.BURST_SECONDS / 60
+    tail = (f"  estimated: runs {runs_min:.1f} min + the bench {cost.BENCH_SECONDS / 60:.1f} min + "
+            f"{n_bursts} burst(s) of ≤ {cost.BURST_MINUTES:g} min, each {cost.BURST_SECONDS / 60:.1f} min to start\n"
+            f"total ≈ {total:.1f} H100-minutes")
+    return "\n".join([head, *rows, tail]), total
 
 
 if __name__ == "__main__":
