@@ -33,3 +33,15 @@ def test_elapsed_counts_from_setup():
     assert 0.05 <= first < 5
     nbk.setup("quick")  # a second setup restarts the clock
     assert nbk.elapsed() < first
+
+
+def test_gpu_pending_names_every_missing_file_and_types_no_estimate():
+    import re
+
+    from tfx.book.notebook import gpu_pending
+
+    one, two = gpu_pending(["lm"]), gpu_pending(["warmup", "warmup-fixes"])
+    assert "`results/lm.full.jsonl` is missing" in one
+    assert "`results/warmup.full.jsonl`, `results/warmup-fixes.full.jsonl` are missing" in two
+    assert "scripts/gpu_burst.sh" in one and "make gpu-plan" in one
+    assert not re.search(r"\d+(\.\d+)? ?(hours?|minutes?)", one)  # no typed estimate

@@ -76,3 +76,15 @@ def used_glue_names(nb_path) -> set:
 def missing_glue(nb_path, outputs) -> list:
     """The glue names the prose of ``nb_path`` uses that ``outputs`` (one run's) did not glue."""
     return sorted(used_glue_names(nb_path) - glued_names(outputs))
+
+
+def gpu_pending(names) -> str:
+    """The line a chapter's GPU section shows while ``results/NAME.full.jsonl`` is missing for
+    the experiments ``names``: no estimate typed in a chapter (``make gpu-plan`` prints the
+    plan's modelled minutes, :mod:`tfx.runs.cost`), and how the GPU half is run."""
+    files = ", ".join(f"`results/{n}.full.jsonl`" for n in names)
+    return (f"**Not yet run on a GPU.** {files} {'is' if len(names) == 1 else 'are'} missing. The GPU half "
+            "(the full profile) runs in bursts of under ten minutes on one H100 with "
+            "`OUT=… bash scripts/gpu_burst.sh` (the README says how; `make gpu-plan` prints its "
+            "runs and their modelled minutes); this page then shows the results here, with the "
+            "device, code version and date of every run.")
