@@ -899,85 +899,75 @@ def test_PL_1_trained_output_norms_bound_the_stream_one_over_sqrt_l_only_lowers_
 from tfx.runs import traces  # noqa: E402
 
 
-def _logits_sides(recs, axes):
-    """The no-fix curve's best learning rate and, above it, the first at which no seed learned."""
-    lrs = axes["lr"]
-    k = int(np.argmin(sensitivity.median_curve(results.select(recs, fix="no fix"))[1]))
-    above = [lr for lr in lrs[k + 1:]
-             if not any(outcome.learned(r) for r in results.select(recs, fix="no fix", lr=lr))]
-    return lrs[k], above
-
-
-def _last(recs, name, **point):
-    return {r.seed: traces.trace(r.history, name)[1][-1] for r in results.select(recs, **point)}
-
-
 def test_LG_1_attention_logits_grow_without_qk_norm_at_high_learning_rates():
-    """Wortsman et al. §3.1.1 on a 2-layer LM (experiments/logits.toml, three seeds): above the
-    no-fix curve's best rate, at every rate where no seed without a fix learned, the largest
-    attention logit ends over 30 times QK-norm's and over 30 times its own first logged value
-    in every seed (book records: 60–80× at lr 3e-2, over 10⁴× at 3e-1), and QK-norm's held-out
-    loss ends lower than no fix's in every seed (paired by seed)."""
-    recs, axes = _book("logits")
-    best, high = _logits_sides(recs, axes)
-    assert high, "no learning rate above the best at which the no-fix runs all failed"
-    for lr in high:
-        none = _last(recs, "attn_logit_max", fix="no fix", lr=lr)
-        qk = _last(recs, "attn_logit_max", fix="QK-norm", lr=lr)
-        assert len(none) >= 3 and all(none[s] > 30 * qk[s] for s in none), lr
-        first = {r.seed: traces.trace(r.history, "attn_logit_max")[1][0]
-                 for r in results.select(recs, fix="no fix", lr=lr)}
-        assert all(none[s] > 30 * first[s] for s in none), lr
-        loss_none = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="no fix", lr=lr)}
-        loss_qk = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="QK-norm", lr=lr)}
-        assert all(loss_qk[s] < loss_none[s] for s in loss_none), lr
-    # at the best rate the logits stay moderate: growth is the high rates' doing
-    at_best = _last(recs, "attn_logit_max", fix="no fix", lr=best)
-    assert max(at_best.values()) * 5 < min(_last(recs, "attn_logit_max", fix="no fix", lr=high[0]).values())
+    """Wortsman et al. §3.1.1 through tfx.book.evidence (experiments/logits.toml: a 2-layer LM,
+    d 64, 300 steps; paired by seed, 95 % t-intervals; recorded at 3 seeds). Reproduces: without
+    QK-norm the largest attention logit ends +3.09 decades (95 % CI +2.18 to +3.99) above
+    QK-norm's at lr 1e-1 and +4.16 (+3.65 to +4.67) at 3e-1, and the held-out loss ends +0.85
+    nats (+0.60 to +1.11) and +0.97 (+0.73 to +1.21) higher. The runs without a fix at those
+    rates are still learning when they end (slower, not shown to fail): the test asserts that
+    too, so the day one plateaus or diverges the chapter's wording must be revisited."""
+    from tfx.book import evidence
 
-
-def test_LG_2_qk_norm_lowers_learning_rate_sensitivity_in_every_seed():
-    """Wortsman et al. Fig. 1 at CPU scale: QK-norm's LR sensitivity is below no fix's in every
-    seed, and it learns at more of the six learning rates in every seed."""
+    _assert_verdicts("LG-1", {
+        "at lr 1e-1, the largest attention logit ends larger without QK-norm": "reproduces",
+        "at lr 3e-1, the largest attention logit ends larger without QK-norm": "reproduces",
+        "at lr 1e-1, the held-out loss ends higher without QK-norm": "reproduces",
+        "at lr 3e-1, the held-out loss ends higher without QK-norm": "reproduces",
+    })
+    assert evidence.status("LG-1") == "reproduces"
     recs, _ = _book("logits")
-    none = sensitivity.summarize(results.select(recs, fix="no fix"))["per_seed"]
-    qk = sensitivity.summarize(results.select(recs, fix="QK-norm"))["per_seed"]
-    assert len(none) >= 3 and all(qk[s]["sensitivity"] < none[s]["sensitivity"] for s in none)
-    w_none = _windows(recs, fix="no fix")
-    w_qk = _windows(recs, fix="QK-norm")
-    assert all(w_qk[s] > w_none[s] for s in w_none)
+    for lr in ("1e-1", "3e-1"):
+        verdicts = {outcome.judge(r).verdict for r in results.select(recs, fix="no fix", lr=lr)}
+        assert verdicts == {"still learning"}, (lr, verdicts)
 
 
-def test_ZL_1_z_loss_does_not_hold_log_z_near_zero_at_book_scale():
-    """ZL-1, the recorded non-reproduction (experiments/logits.toml): the output's log Z starts
-    near ln V (about 7.6 nats) and, over 300 steps, the z-loss at PaLM's 1e-4 removes almost
-    none of its distance from 0 (book records: at most a few per cent, paired by seed and
-    learning rate), far from tfx.runs.traces.HELD_SHARE. Its other half, no cost in loss,
-    holds: each seed's best held-out loss with the z-loss is within 0.05 nats of no fix's."""
+def test_LG_2_qk_norm_lowers_learning_rate_sensitivity():
+    """Wortsman et al. Fig. 1 at CPU scale, through tfx.book.evidence (experiments/logits.toml,
+    six rates; recorded at 3 seeds): the LR sensitivity without a fix minus with QK-norm is
+    +0.26 nats (95 % CI +0.20 to +0.32), paired by seed: reproduces."""
+    from tfx.book import evidence
+
+    _assert_verdicts("LG-2", {
+        "the final loss is more sensitive to the learning rate without QK-norm": "reproduces",
+    })
+    assert evidence.status("LG-2") == "reproduces"
+
+
+def test_ZL_1_not_testable_at_book_scale_log_z_neither_drifts_nor_moves():
+    """ZL-1, recorded as not testable at this scale (tfx.book.evidence.NOT_TESTABLE), with the
+    measurement that shows why (experiments/logits.toml, 300 steps): log Z starts near ln V and
+    stays there without the z-loss; with PaLM's 1e-4 the z-loss removes under 10 % of its
+    distance from 0 in every paired run (book records: median 0.4 %, −0.5 to 3.9 %). The
+    registered comparison, |log Z| at lr 3e-1 without minus with the z-loss, is +0.15 nats (95 %
+    CI −0.12 to +0.43; 3 seeds), not resolved: shown, not judged. Should the z-loss start to
+    pull log Z (longer runs), this test fails and the status must be revisited."""
+    from tfx.book import evidence
+
+    _assert_verdicts("ZL-1", {
+        "at lr 3e-1, |log Z| ends larger without the z-loss": "not resolved at this scale",
+    })
+    assert evidence.status("ZL-1") == "not testable at this scale"
     recs, _ = _book("logits")
     none, z = results.select(recs, fix="no fix"), results.select(recs, fix="z-loss")
     pulled = traces.pull_to_zero(z, none)
     assert len(pulled) >= 18 and max(abs(p) for p in pulled) < 0.1 < traces.HELD_SHARE
-    best = lambda rs: sensitivity.summarize(rs)["per_seed"]  # noqa: E731
-    b_none, b_z = best(none), best(z)
-    assert all(abs(b_z[s]["best"] - b_none[s]["best"]) < 0.05 for s in b_none)
 
 
-def test_EC_1_failed_runs_entropy_parts_from_learned_runs_before_their_loss_does():
-    """Zhai et al.'s association, without a fix (experiments/logits.toml): the runs above the
-    best learning rate that did not learn have a lower lowest-head entropy than every run that
-    learned from some step on, and that step comes before the one from which their held-out
-    losses part (tfx.runs.traces.separation_step: runs against runs, no threshold)."""
-    recs, axes = _book("logits")
-    lrs = axes["lr"]
+def test_EC_1_not_testable_at_book_scale_no_run_without_a_fix_failed():
+    """Zhai et al.'s claim compares runs that fail with runs that learn. Recorded as not testable
+    at this scale (book/14-logits-that-grow.ipynb): without a fix no run of
+    experiments/logits.toml failed by the outcome rule (book records: 2 learned, 16 still
+    learning of 18; none did not learn or diverged). The slow runs above the best rate part from
+    the learned ones in lowest head entropy (step 60) before held-out loss (step 150), but they
+    are at 3-30x the learned runs' rate and the loss is evaluated every 50 steps against the
+    entropy's 10: a confounded comparison, shown as a measurement. The test fails the day a
+    run without a fix fails, so the chapter's status is revisited."""
+    recs, _ = _book("logits")
     nofix = results.select(recs, fix="no fix")
-    k = int(np.argmin(sensitivity.median_curve(nofix)[1]))
-    failed = [r for r in nofix if not outcome.learned(r) and r.point["lr"] in lrs[k + 1:]]
-    learned = [r for r in nofix if outcome.learned(r)]
-    assert len(failed) >= 3 and learned
-    ent = traces.separation_step(failed, learned, "attn_entropy_min")
-    loss = traces.separation_step(learned, failed, "eval_loss")
-    assert ent is not None and (loss is None or ent < loss)
+    verdicts = [outcome.judge(r).verdict for r in nofix]
+    assert len(nofix) >= 18 and not any(v in outcome.FAILED for v in verdicts)
+    assert "learned" in verdicts
 
 
 def _eval_by_seed(recs, **point) -> dict:
