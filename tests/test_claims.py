@@ -871,117 +871,102 @@ def _top_stream(recs, **point) -> dict:
     return {r.seed: traces.stream_profile(r.history)[1][-1] for r in results.select(recs, **point)}
 
 
-def test_PL_1_trained_output_norms_bound_the_stream_one_over_sqrt_l_only_lowers_it():
-    """PL-1's training half (experiments/placements.toml: an 8-layer LM on English text, four
-    learning rates, three seeds). Pre-LN's top stream grows over 1000-fold from the lowest rate
-    to the highest (book: 5,000–8,800×). With Peri-LN and OLMo 2's output norm it grows under a
-    hundredth as much as Pre-LN's, seed by seed (book: 1.1–2.2×), and their best held-out loss over
-    the rates ends below Pre-LN's in every seed. With 1/√ℓ the top stream is below Pre-LN's at
-    every rate in every seed, but still grows over 1000-fold: it lowers the growth, it does not
+def test_PL_1_trained_stream_grows_less_from_bottom_to_top_with_output_norms_and_one_over_sqrt_l():
+    """PL-1's training half through tfx.book.evidence (experiments/placements.toml: an 8-layer
+    LM on English text, d 64; paired by seed, 95 % t-intervals; recorded at 3 seeds). At lr 1e-2
+    the stream's variance from the bottom sub-layer to the top grows less than Pre-LN's by
+    −1.80 decades (95 % CI −2.34 to −1.25) with Peri-LN, −1.92 (−2.51 to −1.32) with OLMo 2's
+    output norm and −0.64 (−0.91 to −0.38) with 1/√ℓ: reproduces. Across the learning rates
+    (the measurement beside it) Pre-LN's top stream grows over 1000-fold from the lowest rate
+    to the highest, and with 1/√ℓ still over 1000-fold: 1/√ℓ lowers the stream, it does not
     bound it."""
+    from tfx.book import evidence
+
+    _assert_verdicts("PL-1", {
+        "at lr 1e-2, the stream grows less from bottom to top with Peri-LN than with Pre-LN": "reproduces",
+        "at lr 1e-2, the stream grows less with the output norm than with Pre-LN": "reproduces",
+        "at lr 1e-2, the stream grows less with 1/√ℓ than without": "reproduces",
+    })
+    assert evidence.status("PL-1") == "reproduces"
     recs, axes = _book("placements")
     lo, hi = axes["lr"][0], axes["lr"][-1]
-
-    def growth(name):
+    for name in ("Pre-LN", "Pre-LN, 1/√ℓ"):
         a, b = _top_stream(recs, placement=name, lr=lo), _top_stream(recs, placement=name, lr=hi)
-        return {s: b[s] / a[s] for s in a}
-
-    pre = growth("Pre-LN")
-    assert len(pre) >= 3 and all(g > 1000 for g in pre.values())
-    best_pre = _best_by_seed(recs, placement="Pre-LN")
-    for name in ("Peri-LN", "output norm"):
-        g = growth(name)
-        assert all(100 * g[s] < pre[s] for s in pre), name
-        best = _best_by_seed(recs, placement=name)
-        assert all(best[s] < best_pre[s] for s in best_pre), name
-    for lr in axes["lr"]:
-        scaled, plain = _top_stream(recs, placement="Pre-LN, 1/√ℓ", lr=lr), _top_stream(recs, placement="Pre-LN", lr=lr)
-        assert all(scaled[s] < plain[s] for s in plain), lr
-    assert all(g > 1000 for g in growth("Pre-LN, 1/√ℓ").values())
+        assert len(a) >= 3 and all(b[s] > 1000 * a[s] for s in a), name
 
 # ---------------------------------------------------------------- after 2020: logits that grow
 from tfx.runs import traces  # noqa: E402
 
 
-def _logits_sides(recs, axes):
-    """The no-fix curve's best learning rate and, above it, the first at which no seed learned."""
-    lrs = axes["lr"]
-    k = int(np.argmin(sensitivity.median_curve(results.select(recs, fix="no fix"))[1]))
-    above = [lr for lr in lrs[k + 1:]
-             if not any(outcome.learned(r) for r in results.select(recs, fix="no fix", lr=lr))]
-    return lrs[k], above
-
-
-def _last(recs, name, **point):
-    return {r.seed: traces.trace(r.history, name)[1][-1] for r in results.select(recs, **point)}
-
-
 def test_LG_1_attention_logits_grow_without_qk_norm_at_high_learning_rates():
-    """Wortsman et al. §3.1.1 on a 2-layer LM (experiments/logits.toml, three seeds): above the
-    no-fix curve's best rate, at every rate where no seed without a fix learned, the largest
-    attention logit ends over 30 times QK-norm's and over 30 times its own first logged value
-    in every seed (book records: 60–80× at lr 3e-2, over 10⁴× at 3e-1), and QK-norm's held-out
-    loss ends lower than no fix's in every seed (paired by seed)."""
-    recs, axes = _book("logits")
-    best, high = _logits_sides(recs, axes)
-    assert high, "no learning rate above the best at which the no-fix runs all failed"
-    for lr in high:
-        none = _last(recs, "attn_logit_max", fix="no fix", lr=lr)
-        qk = _last(recs, "attn_logit_max", fix="QK-norm", lr=lr)
-        assert len(none) >= 3 and all(none[s] > 30 * qk[s] for s in none), lr
-        first = {r.seed: traces.trace(r.history, "attn_logit_max")[1][0]
-                 for r in results.select(recs, fix="no fix", lr=lr)}
-        assert all(none[s] > 30 * first[s] for s in none), lr
-        loss_none = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="no fix", lr=lr)}
-        loss_qk = {r.seed: results.final_eval_loss(r) for r in results.select(recs, fix="QK-norm", lr=lr)}
-        assert all(loss_qk[s] < loss_none[s] for s in loss_none), lr
-    # at the best rate the logits stay moderate: growth is the high rates' doing
-    at_best = _last(recs, "attn_logit_max", fix="no fix", lr=best)
-    assert max(at_best.values()) * 5 < min(_last(recs, "attn_logit_max", fix="no fix", lr=high[0]).values())
+    """Wortsman et al. §3.1.1 through tfx.book.evidence (experiments/logits.toml: a 2-layer LM,
+    d 64, 300 steps; paired by seed, 95 % t-intervals; recorded at 3 seeds). Reproduces: without
+    QK-norm the largest attention logit ends +3.09 decades (95 % CI +2.18 to +3.99) above
+    QK-norm's at lr 1e-1 and +4.16 (+3.65 to +4.67) at 3e-1, and the held-out loss ends +0.85
+    nats (+0.60 to +1.11) and +0.97 (+0.73 to +1.21) higher. The runs without a fix at those
+    rates are still learning when they end (slower, not shown to fail): the test asserts that
+    too, so the day one plateaus or diverges the chapter's wording must be revisited."""
+    from tfx.book import evidence
 
-
-def test_LG_2_qk_norm_lowers_learning_rate_sensitivity_in_every_seed():
-    """Wortsman et al. Fig. 1 at CPU scale: QK-norm's LR sensitivity is below no fix's in every
-    seed, and it learns at more of the six learning rates in every seed."""
+    _assert_verdicts("LG-1", {
+        "at lr 1e-1, the largest attention logit ends larger without QK-norm": "reproduces",
+        "at lr 3e-1, the largest attention logit ends larger without QK-norm": "reproduces",
+        "at lr 1e-1, the held-out loss ends higher without QK-norm": "reproduces",
+        "at lr 3e-1, the held-out loss ends higher without QK-norm": "reproduces",
+    })
+    assert evidence.status("LG-1") == "reproduces"
     recs, _ = _book("logits")
-    none = sensitivity.summarize(results.select(recs, fix="no fix"))["per_seed"]
-    qk = sensitivity.summarize(results.select(recs, fix="QK-norm"))["per_seed"]
-    assert len(none) >= 3 and all(qk[s]["sensitivity"] < none[s]["sensitivity"] for s in none)
-    w_none = _windows(recs, fix="no fix")
-    w_qk = _windows(recs, fix="QK-norm")
-    assert all(w_qk[s] > w_none[s] for s in w_none)
+    for lr in ("1e-1", "3e-1"):
+        verdicts = {outcome.judge(r).verdict for r in results.select(recs, fix="no fix", lr=lr)}
+        assert verdicts == {"still learning"}, (lr, verdicts)
 
 
-def test_ZL_1_z_loss_does_not_hold_log_z_near_zero_at_book_scale():
-    """ZL-1, the recorded non-reproduction (experiments/logits.toml): the output's log Z starts
-    near ln V (about 7.6 nats) and, over 300 steps, the z-loss at PaLM's 1e-4 removes almost
-    none of its distance from 0 (book records: at most a few per cent, paired by seed and
-    learning rate), far from tfx.runs.traces.HELD_SHARE. Its other half, no cost in loss,
-    holds: each seed's best held-out loss with the z-loss is within 0.05 nats of no fix's."""
+def test_LG_2_qk_norm_lowers_learning_rate_sensitivity():
+    """Wortsman et al. Fig. 1 at CPU scale, through tfx.book.evidence (experiments/logits.toml,
+    six rates; recorded at 3 seeds): the LR sensitivity without a fix minus with QK-norm is
+    +0.26 nats (95 % CI +0.20 to +0.32), paired by seed: reproduces."""
+    from tfx.book import evidence
+
+    _assert_verdicts("LG-2", {
+        "the final loss is more sensitive to the learning rate without QK-norm": "reproduces",
+    })
+    assert evidence.status("LG-2") == "reproduces"
+
+
+def test_ZL_1_not_testable_at_book_scale_log_z_neither_drifts_nor_moves():
+    """ZL-1, recorded as not testable at this scale (tfx.book.evidence.NOT_TESTABLE), with the
+    measurement that shows why (experiments/logits.toml, 300 steps): log Z starts near ln V and
+    stays there without the z-loss; with PaLM's 1e-4 the z-loss removes under 10 % of its
+    distance from 0 in every paired run (book records: median 0.4 %, −0.5 to 3.9 %). The
+    registered comparison, |log Z| at lr 3e-1 without minus with the z-loss, is +0.15 nats (95 %
+    CI −0.12 to +0.43; 3 seeds), not resolved: shown, not judged. Should the z-loss start to
+    pull log Z (longer runs), this test fails and the status must be revisited."""
+    from tfx.book import evidence
+
+    _assert_verdicts("ZL-1", {
+        "at lr 3e-1, |log Z| ends larger without the z-loss": "not resolved at this scale",
+    })
+    assert evidence.status("ZL-1") == "not testable at this scale"
     recs, _ = _book("logits")
     none, z = results.select(recs, fix="no fix"), results.select(recs, fix="z-loss")
     pulled = traces.pull_to_zero(z, none)
     assert len(pulled) >= 18 and max(abs(p) for p in pulled) < 0.1 < traces.HELD_SHARE
-    best = lambda rs: sensitivity.summarize(rs)["per_seed"]  # noqa: E731
-    b_none, b_z = best(none), best(z)
-    assert all(abs(b_z[s]["best"] - b_none[s]["best"]) < 0.05 for s in b_none)
 
 
-def test_EC_1_failed_runs_entropy_parts_from_learned_runs_before_their_loss_does():
-    """Zhai et al.'s association, without a fix (experiments/logits.toml): the runs above the
-    best learning rate that did not learn have a lower lowest-head entropy than every run that
-    learned from some step on, and that step comes before the one from which their held-out
-    losses part (tfx.runs.traces.separation_step: runs against runs, no threshold)."""
-    recs, axes = _book("logits")
-    lrs = axes["lr"]
+def test_EC_1_not_testable_at_book_scale_no_run_without_a_fix_failed():
+    """Zhai et al.'s claim compares runs that fail with runs that learn. Recorded as not testable
+    at this scale (book/14-logits-that-grow.ipynb): without a fix no run of
+    experiments/logits.toml failed by the outcome rule (book records: 2 learned, 16 still
+    learning of 18; none did not learn or diverged). The slow runs above the best rate part from
+    the learned ones in lowest head entropy (step 60) before held-out loss (step 150), but they
+    are at 3-30x the learned runs' rate and the loss is evaluated every 50 steps against the
+    entropy's 10: a confounded comparison, shown as a measurement. The test fails the day a
+    run without a fix fails, so the chapter's status is revisited."""
+    recs, _ = _book("logits")
     nofix = results.select(recs, fix="no fix")
-    k = int(np.argmin(sensitivity.median_curve(nofix)[1]))
-    failed = [r for r in nofix if not outcome.learned(r) and r.point["lr"] in lrs[k + 1:]]
-    learned = [r for r in nofix if outcome.learned(r)]
-    assert len(failed) >= 3 and learned
-    ent = traces.separation_step(failed, learned, "attn_entropy_min")
-    loss = traces.separation_step(learned, failed, "eval_loss")
-    assert ent is not None and (loss is None or ent < loss)
+    verdicts = [outcome.judge(r).verdict for r in nofix]
+    assert len(nofix) >= 18 and not any(v in outcome.FAILED for v in verdicts)
+    assert "learned" in verdicts
 
 
 def _eval_by_seed(recs, **point) -> dict:
@@ -992,53 +977,48 @@ def _best_by_seed(recs, **point) -> dict:
     return {s: v["best"] for s, v in sensitivity.summarize(results.select(recs, **point))["per_seed"].items()}
 
 
-def test_RN_1_trained_rmsnorm_ends_within_layernorms_range_of_seeds():
-    """RN-1's training half (experiments/norms.toml: a 2-layer Pre-LN LM, six learning rates,
-    three seeds): each seed's best held-out loss with RMSNorm lies within the range of
-    LayerNorm's seeds' best losses, and the two LR sensitivities are within 0.1 nats."""
-    recs, _ = _book("norms")
-    ln, rms = _best_by_seed(recs, norm="LayerNorm"), _best_by_seed(recs, norm="RMSNorm")
-    assert len(rms) >= 3 and all(min(ln.values()) <= v <= max(ln.values()) for v in rms.values())
-    sens = {n: sensitivity.summarize(results.select(recs, norm=n))["median"] for n in ("LayerNorm", "RMSNorm")}
-    assert abs(sens["LayerNorm"] - sens["RMSNorm"]) < 0.1
+def test_RN_1_trained_rmsnorm_ends_like_layernorm():
+    """RN-1's training half through tfx.book.evidence (experiments/norms.toml: a 2-layer Pre-LN
+    LM, d 64, 300 steps, six learning rates; recorded at 3 seeds): RMSNorm at its best rate minus
+    LayerNorm at its own is +0.00 nats (95 % CI −0.04 to +0.05), inside the ±0.05 margin that
+    counts as "trains alike" (an equivalence test): reproduces."""
+    from tfx.book import evidence
+
+    _assert_verdicts("RN-1", {
+        "RMSNorm at its best rate ends within 0.05 nats of LayerNorm at its own": "reproduces",
+    })
+    assert evidence.status("RN-1") == "reproduces"
 
 
-def test_DY_1_trained_dyt_at_the_default_alpha_saturates_and_does_not_train_like_layernorm():
-    """DY-1's training half at DyT's default α = 0.5, the recorded finding (experiments/norms.toml):
-    on this LM, whose stream is not of unit scale (embeddings × √d), every seed's best held-out
-    loss with DyT ends above every LayerNorm seed's, and at DyT's own best learning rate its most
-    saturated norm ends with over 90 % of its units saturated in every seed (book records: none
-    at the first logged step): the too-large-α half of DY-1, seen in training."""
+def test_DY_1_trained_dyt_does_not_train_like_layernorm_here_default_alpha_saturates():
+    """DY-1's training half through tfx.book.evidence (experiments/norms.toml, each at its own
+    best rate, paired by seed; recorded at 3 seeds). Recorded non-reproduction: at the default
+    α = 0.5 DyT ends +1.32 nats (95 % CI +1.12 to +1.53) above LayerNorm, outside the ±0.05
+    margin: reversed; started at α = 0.02 it is −0.13 (−1.03 to +0.78; one seed above, two
+    below): not resolved at this scale. The measurement behind the default α: on this LM, whose
+    stream is not of unit scale (embeddings × √d), DyT's most saturated norm ends over 90 %
+    saturated at its own best rate in every seed (none at the first logged step); at α = 0.02,
+    under half (book: 6-13 %), and at α = 0.1 still over 90 %."""
+    from tfx.book import evidence
+    from tfx.runs import effects
+
+    _assert_verdicts("DY-1", {
+        "DyT at the default α = 0.5, at its best rate, ends within 0.05 nats of LayerNorm": "reversed",
+        "DyT started at α = 0.02, at its best rate, ends within 0.05 nats of LayerNorm":
+            "not resolved at this scale",
+    })
+    assert evidence.status("DY-1") == "does not reproduce"
     recs, axes = _book("norms")
-    ln, dyt = _best_by_seed(recs, norm="LayerNorm"), _best_by_seed(recs, norm="DyT")
-    assert len(dyt) >= 3 and min(dyt.values()) > max(ln.values())
-    lrs = axes["lr"]
-    best_lr = lrs[int(np.argmin(sensitivity.median_curve(results.select(recs, norm="DyT"))[1]))]
-    for r in results.select(recs, norm="DyT", lr=best_lr):
-        assert max(r.history.dyt_saturated[-1]) > 0.9 > max(r.history.dyt_saturated[0])
-
-
-
-def test_DY_1_trained_dyt_with_alpha_set_right_trains_where_larger_alphas_saturate():
-    """DY-1's "with α set right" (experiments/norms.toml, DyT started at α = 0.1 and 0.02): at
-    α = 0.02 no seed's best held-out loss lies above LayerNorm's range of seeds (book: two
-    below it, one just below), and at its best learning rate its most saturated DyT ends with
-    under half of its units saturated in every seed (book: 6–13 %); at α = 0.1 the model still
-    saturates (over 90 % in every seed at its best rate) and every seed ends above LayerNorm's
-    range, like the default α = 0.5."""
-    recs, axes = _book("norms")
-    ln = _best_by_seed(recs, norm="LayerNorm")
 
     def at_best(norm):
-        best_lr = axes["lr"][int(np.nanargmin(sensitivity.median_curve(results.select(recs, norm=norm))[1]))]
-        return [max(r.history.dyt_saturated[-1]) for r in results.select(recs, norm=norm, lr=best_lr)]
+        best = effects.best_rate(recs, norm=norm).variant
+        return [r.history.dyt_saturated for r in results.select(recs, norm=norm, lr=best)]
 
-    small = _best_by_seed(recs, norm="DyT, α = 0.02")
-    assert len(small) >= 3 and all(v <= max(ln.values()) for v in small.values())
-    assert all(share < 0.5 for share in at_best("DyT, α = 0.02"))
-    mid = _best_by_seed(recs, norm="DyT, α = 0.1")
-    assert len(mid) >= 3 and min(mid.values()) > max(ln.values())
-    assert all(share > 0.9 for share in at_best("DyT, α = 0.1"))
+    sat = at_best("DyT")
+    assert len(sat) >= 3 and all(max(h[-1]) > 0.9 > max(h[0]) for h in sat)
+    assert all(max(h[-1]) < 0.5 for h in at_best("DyT, α = 0.02"))
+    assert all(max(h[-1]) > 0.9 for h in at_best("DyT, α = 0.1"))
+
 
 # ---------------------------------------------------------------- after 2020: a decoder-only LM
 def test_LM_1_decoder_only_lm_beta_and_output_change_follow_the_encoder_laws_at_init():
