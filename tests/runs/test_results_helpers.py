@@ -12,7 +12,8 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     assert sweep.load_or_run("warmup-fixes", "full", results_dir=tmp_path) == []  # full: a GPU's job
     assert sweep.load_or_run("warmup-fixes", "quick", run_missing=False, results_dir=tmp_path) == []
     recs = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)
-    assert [r.point["fix"] for r in recs] == ["Pre-LN, Adam", "Post-LN, RAdam"]
+    assert [r.point["fix"] for r in recs] == ["Pre-LN, Adam", "Post-LN, RAdam", "Pre-LN, Adam, warmup",
+                                              "Post-LN, Adam, warmup"]
     assert (tmp_path / "warmup-fixes.quick.jsonl").exists()
     again = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)  # read back, not rerun
     assert [r.key for r in again] == [r.key for r in recs]
@@ -20,8 +21,9 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     assert results.select(recs, fix="Post-LN, RAdam")[0].train_config.optimizer == "radam"
     assert results.select(recs, fix="nothing") == []
     table = results.table(recs, rows="fix", cols="fix").splitlines()
-    assert table[0] == "| fix | Pre-LN, Adam | Post-LN, RAdam |" and len(table) == 4
-    assert table[2].count("—") == 1  # a row has no run in the other row's column
+    assert table[0] == "| fix | Pre-LN, Adam | Post-LN, RAdam | Pre-LN, Adam, warmup | Post-LN, Adam, warmup |"
+    assert len(table) == 6
+    assert table[2].count("—") == 3  # a row has no run in the other rows' columns
     pre = results.select(recs, fix="Pre-LN, Adam")[0]
     assert f"{pre.history.eval_loss[-1]:.2f}" in table[2]  # by default the held-out loss
     by_train = results.table(recs, rows="fix", cols="fix", fmt="{:.4f}", value=lambda r: r.final_loss).splitlines()
