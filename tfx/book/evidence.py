@@ -186,18 +186,10 @@ COMPARISONS = [
     Comparison("AD-3", "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the "
                        "learning rate than Admin's", "lr-sensitivity", "architecture", "Post-LN", "Admin",
                "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity"),
-    Comparison("AD-3", "stability map, β2 0.95: Post-LN's final loss is more sensitive to the learning rate than "
-                       "Pre-LN's", "stability-map", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"beta2": "β2=0.95"}, measure="LR sensitivity"),
-    Comparison("AD-3", "stability map, β2 0.95: Post-LN's final loss is more sensitive to the learning rate than "
-                       "Admin's", "stability-map", "architecture", "Post-LN", "Admin", "higher",
-               {"beta2": "β2=0.95"}, measure="LR sensitivity"),
-    Comparison("AD-3", "stability map, β2 0.999: Post-LN's final loss is more sensitive to the learning rate than "
-                       "Pre-LN's", "stability-map", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"beta2": "β2=0.999"}, measure="LR sensitivity"),
-    Comparison("AD-3", "stability map, β2 0.999: Post-LN's final loss is more sensitive to the learning rate than "
-                       "Admin's", "stability-map", "architecture", "Post-LN", "Admin", "higher",
-               {"beta2": "β2=0.999"}, measure="LR sensitivity"),
+    *(Comparison("AD-3", f"stability map, β2 {b2}: Post-LN's final loss is more sensitive to the learning rate "
+                         f"than {ref}'s", "stability-map", "architecture", "Post-LN", ref, "higher",
+                 {"beta2": f"β2={b2}"}, measure="LR sensitivity")
+      for b2 in ("0.95", "0.999") for ref in ("Pre-LN", "Admin")),
     # Failure (Table 2, with warmup): deep Post-LN ends higher than Pre-LN and Admin, each at its own
     # best rate, and the gap is a depth effect (6+6 minus 2+2); the depth sweep at one rate.
     Comparison("AD-3", "failure: at 6+6 layers with warmup, Post-LN at its best rate ends higher than Pre-LN at "

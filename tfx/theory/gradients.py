@@ -263,12 +263,7 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
     from ..nn.config import TrainConfig
     from ..nn.optim import make_optimizer, take_step
 
-    m = copy.deepcopy(model)
-    m.train()
-    dev = next(m.parameters()).device
-    chosen = [(n, p) for n, p in m.named_parameters() if select(n, p)]
-    if not chosen:
-        raise ValueError("select() chose no parameter")
+    m, dev, chosen = _training_copy(model, select)
     start = [p.detach().clone() for _, p in chosen]
     opt = make_optimizer(m.parameters(), TrainConfig(optimizer=optimizer, lr=lr, momentum=momentum))
     gsum = np.zeros(len(chosen))
@@ -292,6 +287,17 @@ def grad_update_sizes(model, task, optimizer: str = "adam", lr: float = 1e-3, st
 def weight_matrices(name: str, p) -> bool:
     """Every attention projection and FFN matrix (square d×d and non-square d×4d, 4d×d)."""
     return p.ndim == 2 and (attention_weights(name, p) or ".fc1.weight" in name or ".fc2.weight" in name)
+
+
+def _training_copy(model, select):
+    """A copy of ``model`` in training mode, its device, and the ``(name, parameter)`` pairs
+    ``select(name, parameter)`` chooses (at least one)."""
+    m = copy.deepcopy(model)
+    m.train()
+    chosen = [(n, p) for n, p in m.named_parameters() if select(n, p)]
+    if not chosen:
+        raise ValueError("select() chose no parameter")
+    return m, next(m.parameters()).device, chosen
 
 
 def update_balance(model, task, optimizer: str = "adam", lr: float = 1e-4, window: tuple = (100, 200),
@@ -321,12 +327,7 @@ def update_balance(model, task, optimizer: str = "adam", lr: float = 1e-4, windo
     a, b = (int(window[0]), int(window[1]))
     if not 0 <= a < b:
         raise ValueError(f"window={window!r}: need 0 <= a < b (steps)")
-    m = copy.deepcopy(model)
-    m.train()
-    dev = next(m.parameters()).device
-    chosen = [(n, p) for n, p in m.named_parameters() if select(n, p)]
-    if not chosen:
-        raise ValueError("select() chose no parameter")
+    m, dev, chosen = _training_copy(model, select)
     opt = make_optimizer(m.parameters(), TrainConfig(optimizer=optimizer, lr=lr, momentum=momentum))
     start, gsq, gsum, losses = None, np.zeros(len(chosen)), [torch.zeros_like(p) for _, p in chosen], []
     for step in range(b):
