@@ -5,15 +5,13 @@ the records land."""
 
 # experiment -> why its cells do not all have ≥ 5 seeds yet
 SEEDS = {
-    "lm": "seeds 3 and 4 and the 3e-4 column queued",
-    "logits": "seeds 3 and 4 queued",
-    "norms": "seeds 3 and 4 and DY-1's controls queued",
     "placements": "seeds 3 and 4 queued",
     "translation": "seeds 3 and 4 queued behind the cheaper sweeps (≈ 100 s a run)",
 }
 # experiment -> why its grid does not yet bracket ≥ 90 % of its groups' best rates
 BRACKET = {
-    "lm": "Post-LN's best rate is the grid's lowest; 3e-4 queued",
+    "norms": "DyT at α = 0.1 and DyT without the √d embedding scale (DY-1's controls) have their best "
+             "rate at 1e-3, the grid's lowest; 3e-4 not yet added",
     "placements": "Peri-LN's and the output norm's best rate is the highest, Post-LN's the lowest; "
                   "1e-1 and 3e-4 not yet added",
     "translation": "two rates only: every group's best sits at an edge; a wider grid not yet added",

@@ -20,15 +20,22 @@ HTML page under ``_build/html`` this fails if
   guard), a figure shown so much smaller than its pixels that its body text
   (``FIGURE_TEXT_PT`` at the PNG's dpi) renders below ``MIN_TEXT_PX``, a code
   cell whose input scrolls sideways (wider than its box at the test's 1280 px
-  viewport; the first line too wide is reported), or a ``hide-input`` cell whose
-  code shows without a toggle.
+  viewport; the first line too wide is reported), a cell output wider than its box
+  (``_WIDE_OUTPUT_JS``: a printed line or a table that scrolls sideways; widgets and
+  explorers, which lay themselves out, aside; pardoned on a chapter that
+  tests/pending_pages.py lists under ``wide_output_lines``), or a ``hide-input`` cell
+  whose code shows without a toggle.
   ``test_readability_checks_catch_each_defect`` shows each of these failing on a
-  small fixture page.
+  small fixture page;
+* a Markdown table is left raw in a cell output (``tfx.book.page.raw_markdown_tables``,
+  tested in tests/book/test_page_measures.py: printed instead of shown with
+  ``display(Markdown(table))``).
 
 A full-page screenshot of every page goes to ``_build/screenshots/``.
 
 Chromium is Debian's ``/usr/bin/chromium`` (``make browser-deps``), driven by
 the ``playwright`` package's sync API; ``playwright install`` is never needed.
+``TFX_BOOK_HTML`` may point at another build than ``_build/html``.
 Locally a missing Chromium, playwright or ``_build/html`` skips these tests
 with the reason; in CI (``CI=true``) it fails them.
 """
@@ -47,8 +54,11 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
+from tfx.book import page as book_page
+
 ROOT = Path(__file__).resolve().parents[2]
-HTML = ROOT / "_build" / "html"
+# The built book: _build/html, or the build TFX_BOOK_HTML points at.
+HTML = Path(os.environ.get("TFX_BOOK_HTML") or ROOT / "_build" / "html").resolve()
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path(os.environ.get("TFX_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -92,7 +102,7 @@ def _pages() -> list[str]:
 
 
 PAGES = _pages()
-_NO_BUILD = f"{HTML.relative_to(ROOT)} has no pages: build the book first (make book-rendered)"
+_NO_BUILD = f"{HTML} has no pages: build the book first (make book-rendered)"
 
 
 def _page_params():
@@ -128,6 +138,17 @@ def test_no_external_scripts_or_styles(page):
             if re.match(r"^(https?:)?//", url, re.I):
                 external.append(tag)
     assert not external, f"{page} loads from outside the book:\n" + "\n".join(external)
+
+
+@pytest.mark.parametrize("page", _page_params())
+def test_no_raw_markdown_table(page):
+    """A pipe table printed into an output (``print(table)``) shows as raw ``|---|`` text;
+    ``display(Markdown(table))`` renders it (tfx.book.page.raw_markdown_tables)."""
+    if page is None:
+        _unavailable(_NO_BUILD)
+    raw = book_page.raw_markdown_tables((HTML / page).read_text(encoding="utf-8", errors="replace"))
+    assert not raw, (f"{page}: a Markdown table left raw in a cell output (show it with "
+                     "display(Markdown(table))):\n  " + "\n  ".join(raw[:5]))
 
 
 # --------------------------------------------------------------------------
@@ -322,6 +343,31 @@ _HIDDEN_INPUT_JS = r"""
 """
 
 
+# Runs in the page: cell outputs (div.cell_output) whose content is wider than its box, so
+# the reader scrolls sideways to read it (a printed line, a table): the output area itself and
+# the blocks inside it that scroll or clip (overflow-x other than visible). Widgets and
+# explorers lay themselves out (and a folded output is not measured).
+_WIDE_OUTPUT_JS = r"""
+() => {
+  const own = '.jupyter-widgets, .lm-Widget, .widget-box, .tfx-explorer, .vega-embed, mjx-container';
+  const problems = [];
+  document.querySelectorAll('div.cell_output').forEach(out => {
+    const boxes = [out, ...out.querySelectorAll('pre, div.output, table, div.highlight')];
+    const scrolls = el => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+    const wide = boxes.find(el => el.checkVisibility() && !el.closest(own) && !el.querySelector(own)
+                                  && scrolls(el) && el.scrollWidth > el.clientWidth + 2);
+    if (wide) {
+      const line = (wide.textContent || '').split('\n')
+        .reduce((a, b) => (b.length > a.length ? b : a), '');
+      problems.push(`output wider than its box (${wide.scrollWidth} px in a ${wide.clientWidth} px `
+                    + `${wide.tagName.toLowerCase()}): ${line.trim().slice(0, 80)}`);
+    }
+  });
+  return problems;
+}
+"""
+
+
 def _png_dpi(data: bytes):
     """The dpi a PNG records in its pHYs chunk (matplotlib writes the figure's), else None."""
     if not data.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -349,10 +395,11 @@ def _image_bytes(src: str, page_url: str):
 
 def _readability_problems(p) -> list[str]:
     """Bare reprs, raw equation labels, text below MIN_TEXT_PX, figures shrunk so far
-    that their FIGURE_TEXT_PT text renders below MIN_TEXT_PX, code that scrolls sideways,
-    and hide-input cells without their toggle, on the open page ``p``."""
+    that their FIGURE_TEXT_PT text renders below MIN_TEXT_PX, code or an output that
+    scrolls sideways, and hide-input cells without their toggle, on the open page ``p``."""
     problems = p.evaluate(_READABILITY_JS, MIN_TEXT_PX)
     problems += p.evaluate(_WIDE_CODE_JS)
+    problems += p.evaluate(_WIDE_OUTPUT_JS)
     problems += p.evaluate(_HIDDEN_INPUT_JS)
     for img in p.evaluate(_SHOWN_IMAGES_JS):
         data = _image_bytes(img["src"], p.url)
@@ -446,7 +493,22 @@ def test_page_renders(page, server, browser):
     finally:
         context.close()
 
+    problems = _pardon_pending(page, problems)
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
+def _pardon_pending(page: str, problems: list) -> list:
+    """Outputs wider than their box on a chapter that tests/pending_pages.py lists under
+    ``wide_output_lines`` (printed lines over 77 characters, being rewritten) are that
+    entry's; its still-fails check lives in tests/book/test_pages.py."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import pending_pages
+
+    if "wide_output_lines" in pending_pages.PENDING.get(Path(page).stem, {}):
+        return [p for p in problems if not p.startswith("output wider than its box")]
+    return problems
 
 
 
@@ -493,6 +555,8 @@ _DEFECTS = {
     "px high": '<p style="font-size: 14px; transform: scale(0.3); transform-origin: left top">shrunk by a transform</p>',
     "figure shown at": '<img src="{wide}" style="width: 600px">',
     "code scrolls sideways": '<div class="cell_input"><pre>{long_code}</pre></div>',
+    "output wider than its box": '<div class="cell_output" style="width: 600px"><div class="output stream">'
+                                 '<pre style="overflow: auto">{long_code}</pre></div></div>',
     "hide-input cell shows its code": '<div class="cell tag_hide-input"><details class="hide" open>'
                                       '<summary>Hide code cell source</summary>'
                                       '<div class="cell_input"><pre>x = 1</pre></div></details></div>',

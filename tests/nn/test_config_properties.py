@@ -136,12 +136,14 @@ MODEL_SPEC = {
     "qk_norm": booleans(),
     "attn_softcap": optional(numbers(0, low_open=True)),
     "logit_softcap": optional(numbers(0, low_open=True)),
+    "parameterization": choices(["standard", "mup"]),
+    "base_width": optional((st.integers(1, 2**20).map(lambda k: 4 * k), integers(1)[1])),  # ÷ the 4 heads
 }
 TRAIN_SPEC = {
     "steps": integers(1),
     "batch_size": integers(1),
     "lr": numbers(0, low_open=True),
-    "optimizer": choices(["adam", "adamw", "sgd", "radam"]),
+    "optimizer": choices(["adam", "adamw", "sgd", "radam", "adam-atan2"]),
     "betas": pair_of(numbers(0, 1, high_open=True)),
     "eps": numbers(0, low_open=True),
     "momentum": numbers(0, 1, high_open=True),
@@ -180,6 +182,8 @@ COMPANIONS = {
     "ln_scaling": lambda v: {"placement": "pre"},  # scales a norm on the branch's input
     "depth_mup": lambda v: {"placement": "pre"},  # scales a branch added to the stream
     "weight_decay_mode": lambda v: {"optimizer": "adamw"},  # 'independent' rescales AdamW's decay
+    "parameterization": lambda v: {"base_width": 64} if v == "mup" else {},  # μP needs its base width
+    "base_width": lambda v: {} if v is None else {"parameterization": "mup"},
 }
 # how an accepted value is stored; default: equal to the value given
 STORED = {

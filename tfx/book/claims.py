@@ -226,18 +226,18 @@ CLAIMS = [
           "its Jacobian is LayerNorm's with the centring removed.",
           "With unit gain and ε = 0 the Jacobian is (√d/‖x‖)(I − x̂x̂ᵀ), so its spectral norm is √d/‖x‖ "
           "(LN-1 with ‖x‖ for ‖x−μ‖); it trains like LayerNorm at this scale.",
-          ("15-norms-after-2020", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
-                                  "log-log slope {rn1_slope:.4f}; trained (LM, six learning rates): "
-                                  "{rn1-train}")),
+          ("15b-rmsnorm-dyt", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
+                              "log-log slope {rn1_slope:.4f}; trained (LM, six learning rates): "
+                              "{rn1-train}")),
     Claim("DY-1", "zhu2025dyt", "Dynamic Tanh",
-          "Dynamic Tanh, γ ⊙ tanh(αx) + β with a learned scalar α, can stand in for every norm.",
+          "Dynamic Tanh, γ ⊙ tanh(αx) + b with a learned scalar α, can stand in for every norm.",
           "Its Jacobian is diag(γα(1 − tanh²(αx))), bounded by |α|·max|γ| whatever ‖x‖; too large an α "
           "saturates most units at initialisation; with α set right it trains like LayerNorm.",
-          ("15-norms-after-2020", "Jacobian within {dy1_jac_rel_err:.0e} of the formula; in a "
-                                  "{dy1_depth}-layer Pre-LN LM at init {dy1_share_default:.2f} % of units "
-                                  "saturate at α = 0.5, half from α ≈ {dy1_alpha_half:.2g}, "
-                                  "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}; trained at α = 0.5 (LM, six "
-                                  "learning rates): {dy1-train}; started at smaller α: {dy1-alpha}")),
+          ("15b-rmsnorm-dyt", "Jacobian within {dy1_jac_rel_err:.0e} of the formula; in a "
+                              "{dy1_depth}-layer Pre-LN LM at init {dy1_share_default:.2f} % of units "
+                              "saturate at α = 0.5, half from α ≈ {dy1_alpha_half:.2g}, "
+                              "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}; trained at α = 0.5 (LM, six "
+                              "learning rates): {dy1-train}; started at smaller α: {dy1-alpha}")),
     Claim("PL-1", "kim2025periln,sun2025curse,olmo2025", "Peri-LN; The Curse of Depth; OLMo 2",
           "Pre-LN's residual stream grows with depth, so deep layers add little; a norm on each "
           "branch's output or a 1/√ℓ factor on the norm of layer ℓ is said to bound the growth.",
@@ -270,6 +270,37 @@ CLAIMS = [
           "Runs that fail show their lowest per-head attention entropy collapsing, before their loss tells "
           "them apart from runs that train.",
           ("14-logits-that-grow", "{claim-EC-1}")),
+    # The optimiser's share (chapters 17 and 18)
+    Claim("OP-1", "bai2025adamspikes", "the 1-D quadratic; the stages of a spike",
+          "Adam's preconditioner can trigger a loss spike by itself: once the gradient is far below what "
+          "the second moment v remembers, v decays by β2 a step and the effective step grows.",
+          "On a 1-D quadratic of constant curvature, GD at a stable rate converges while Adam spikes; the "
+          "spike comes when the preconditioned curvature passes the (momentum) stability threshold. In a "
+          "language model, update-norm spikes come before loss spikes.",
+          ("17-adam-spikes", "quadratic: GD {op1-gd-falls}; Adam's loss turns at step {op1-onset}, "
+                             "predicted {op1-predicted}; {op1-grid-agree} of {op1-grid-runs} β2 × ε "
+                             "settings agree with the prediction; the language-model half: not yet "
+                             "measured (needs a ≥ 5-seed sweep)")),
+    Claim("OP-2", "wortsman2023proxies,everett2024scaling", "§3.4 and App. C of the first; Adam-atan2 in the second",
+          "Adam's ε matters when the gradient RMS comes close to it: updates collapse.",
+          "A smaller ε, or Adam-atan2 (no ε), removes the collapse.",
+          ("17-adam-spikes", "the LM's gradient RMS stays ≥ {op2-rms-min:.1e}, {op2-orders:.1f} orders "
+                             "above ε = 1e-8; raised to ε = 1e-3 (emulation, one seed) the update norm "
+                             "falls to {op2-upd-ratio:.2f} of the small-ε run's")),
+    Claim("OP-3", "yang2022tp5", "μTransfer; the coordinate check",
+          "Under μP the best learning rate stays fixed as the model widens; under the standard "
+          "parameterisation it shifts.",
+          "Activations stay the same size across widths after a few Adam steps under μP and grow under "
+          "the standard parameterisation (the coordinate check); the best rate per width is flat under μP.",
+          ("18-mup-transfer", "coordinate check (derivation check of the implementation, {op3-seeds} "
+                              "seeds, widths {op3-widths}): μP {op3-mup-verdict}, standard "
+                              "{op3-std-verdict}; the transfer sweep: not yet recorded")),
+    Claim("OP-4", "wortsman2023proxies", "§3.2.3, §3.2.4",
+          "μP alone does not lower the sensitivity of the final loss to the learning rate; adding depth "
+          "raises that sensitivity faster than adding width.",
+          "LR sensitivity under μP ≈ under the standard parameterisation; it grows more with depth than "
+          "with width.",
+          ("18-mup-transfer", "{claim-OP-4}")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 

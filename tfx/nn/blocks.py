@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import INNER_NORM, OUT_NORM, PRE_NORM, SUM_NORM
+from .mup import attention_scale
 
 
 class DyT(nn.Module):
@@ -115,15 +116,17 @@ class Attention(nn.Module):
                               here from :meth:`scores`, else by ``F.scaled_dot_product_attention``.
       ``inner_norm``          a norm over d on the concatenated heads, before ``out_proj``
                               (Sub-LN, wang2022magneto).
+      ``scale``               the factor on QKᵀ in place of 1/√d_h (μP's ∝ 1/d_h,
+                              ``tfx.nn.mup.attention_scale``, yang2022tp5).
     :meth:`scores` returns S exactly as the forward uses it (both go through ``_qkv``).
     """
 
     def __init__(self, d: int, n_heads: int, dropout: float = 0.0, q_norm: nn.Module | None = None,
                  k_norm: nn.Module | None = None, softcap: float | None = None,
-                 inner_norm: nn.Module | None = None):
+                 inner_norm: nn.Module | None = None, scale: float | None = None):
         super().__init__()
         self.n_heads, self.dropout, self.softcap = n_heads, dropout, softcap
-        self.scale = (d // n_heads) ** -0.5
+        self.scale = (d // n_heads) ** -0.5 if scale is None else float(scale)
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d, d) for _ in range(4))
         self.q_norm, self.k_norm, self.inner_norm = q_norm, k_norm, inner_norm
 
@@ -237,8 +240,11 @@ class Residual(nn.Module):
         the placement has a norm on the branch's input, else x_{i-1}; its output goes through
         N_out where the placement has one (peri-ln, output-norm); then dropout; then × 1/√L
         with ``depth_mup``."""
-        h = x if self.placement not in PRE_NORM else (
-            self.norm(x) if self.ln_scale == 1.0 else self.ln_scale * self.norm(x))
+        h = x
+        if self.placement in PRE_NORM:
+            h = self.norm(x)
+            if self.ln_scale != 1.0:
+                h = self.ln_scale * h
         fx = self.f(h, **ctx)
         fx = self.dropout(fx if self.out_norm is None else self.out_norm(fx))
         return fx if self.branch_scale == 1.0 else self.branch_scale * fx
@@ -280,6 +286,7 @@ def _attention(cfg, placement, cross=False):
         cfg.d_model, cfg.n_heads, cfg.attn_dropout,
         q_norm=_norm(cfg, d_h) if cfg.qk_norm else None, k_norm=_norm(cfg, d_h) if cfg.qk_norm else None,
         softcap=cfg.attn_softcap, inner_norm=None if cross else _inner_norm(cfg, placement, cfg.d_model),
+        scale=attention_scale(cfg),
     )
 
 

@@ -75,7 +75,10 @@ SCHEMES = {
 # (TrainConfig.amp_dtype, History.amp_dtype). Its torch dtype: torch_dtype(name); torch's own
 # name of it ('bfloat16', what a Record's amp_dtype holds) is derived from that, never typed.
 AMP_DTYPES = ("bf16", "fp16", "fp32")
-OPTIMIZERS = ("adam", "adamw", "sgd", "radam")
+OPTIMIZERS = ("adam", "adamw", "sgd", "radam", "adam-atan2")  # adam-atan2: everett2024scaling
+# How weights and their learning rates scale with the width d (tfx.nn.mup): the standard
+# parameterisation, or μP for Adam (Tensor Programs V, yang2022tp5) relative to a base width.
+PARAMETERIZATIONS = ("standard", "mup")
 SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
 WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -257,6 +260,8 @@ _MODEL_RULES = {
     "qk_norm": _rule(_check_bool),
     "attn_softcap": _rule(_check_positive, optional=True),
     "logit_softcap": _rule(_check_positive, optional=True),
+    "parameterization": _rule(_check_choice, PARAMETERIZATIONS),
+    "base_width": _rule(_check_int, 1, optional=True),
 }
 
 
@@ -283,6 +288,14 @@ class ModelConfig(_Replaceable):
                                 wortsman2023proxies).
     * ``attn_softcap`` / ``logit_softcap``   c · tanh(x / c) on the attention logits / the
                                 output logits (gemma2024).
+    * ``parameterization="mup"`` μP for Adam relative to ``base_width`` (Tensor Programs V,
+                                yang2022tp5; the rules in :mod:`tfx.nn.mup`): hidden matrices'
+                                Adam rate × base/d, output logits × base/d, attention logits
+                                × 1/d_h (scaled to match 1/√d_h at the base width). At
+                                d_model = base_width it is the standard model, to the bit.
+                                ``base_width``: the d_model of a model you could build (a
+                                positive integer divisible by n_heads), required with "mup" and
+                                refused with "standard"; scale d_ffn with d_model.
     """
 
     src_vocab: int = 36
@@ -313,6 +326,8 @@ class ModelConfig(_Replaceable):
     qk_norm: bool = False  # a norm (cfg.norm, over d_h) on queries and keys (dehghani2023vit22b)
     attn_softcap: float | None = None  # c · tanh(s / c) on the attention logits s (gemma2024)
     logit_softcap: float | None = None  # c · tanh(z / c) on the output logits z (gemma2024)
+    parameterization: str = "standard"  # or 'mup' (yang2022tp5; tfx.nn.mup)
+    base_width: int | None = None  # 'mup': the width whose learning rate transfers
 
     def __post_init__(self):
         _validate(self, _MODEL_RULES)
@@ -352,6 +367,17 @@ class ModelConfig(_Replaceable):
         if self.dyt_alpha != 0.5 and self.norm != "dyt":
             raise ValueError(f"dyt_alpha={self.dyt_alpha} is the initial α of norm='dyt' and has no effect "
                              f"with norm={self.norm!r}; leave it at 0.5 or set norm='dyt'")
+        if self.parameterization == "mup":
+            if self.base_width is None or self.base_width % self.n_heads:
+                raise ValueError(
+                    f"parameterization='mup' needs base_width, the d_model of the base model: a positive "
+                    f"integer divisible by n_heads={self.n_heads}, got base_width={self.base_width!r}")
+            if self.tie_embeddings:
+                raise ValueError("parameterization='mup' gives the embedding and the readout different "
+                                 "rules (tfx.nn.mup); it needs tie_embeddings=False")
+        elif self.base_width is not None:
+            raise ValueError(f"base_width={self.base_width} has no effect with parameterization="
+                             f"{self.parameterization!r}; leave it None or set parameterization='mup'")
         if self.tie_embeddings and self.kind == "encoder" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
                 f"tie_embeddings=True in an encoder-only model (n_dec=0) shares the source embedding with the "
@@ -436,9 +462,14 @@ class TrainConfig(_Replaceable):
       ``inverse-sqrt``  lr · min(t/w, sqrt(w/t))  (Vaswani et al.; w=0: constant)
       ``linear-decay``  linear warmup to lr, then linearly to 0 at ``steps``
 
+    Optimisers: ``adam`` (kingma2015adam), ``adamw`` (loshchilov2019adamw), ``sgd`` with
+    ``momentum``, ``radam``, ``adam-atan2`` (everett2024scaling: Adam's m̂/(√v̂+ε) replaced by
+    atan2(m̂, √v̂), so it takes no ``eps``; tfx.nn.optim.AdamAtan2).
+
     Weight decay λ = ``weight_decay``, by ``weight_decay_mode``:
       ``coupled``      the optimiser's own: Adam's and SGD's L2 term λθ in the gradient,
-                       AdamW's decoupled θ ← θ − lr_t·λ·θ (loshchilov2019adamw), which scales with the peak lr
+                       AdamW's (and Adam-atan2's) decoupled θ ← θ − lr_t·λ·θ (loshchilov2019adamw),
+                       which scales with the peak lr
       ``independent``  θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not the peak lr
                        (wortsman2023proxies §3.2.2); AdamW only
 
@@ -494,5 +525,8 @@ class TrainConfig(_Replaceable):
         if self.weight_decay_mode == "independent" and self.optimizer != "adamw":
             raise ValueError(f"weight_decay_mode='independent' needs optimizer='adamw' (decoupled weight decay), "
                              f"got optimizer={self.optimizer!r}")
+        if self.optimizer == "adam-atan2" and self.eps != 1e-8:
+            raise ValueError(f"eps={self.eps} has no effect with optimizer='adam-atan2' (it has no ε, "
+                             f"everett2024scaling); leave eps at 1e-8")
         if self.amp is False and self.amp_dtype not in (None, "fp32"):
             raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")

@@ -17,6 +17,7 @@ from .blocks import DecoderLayer, EncoderLayer, Residual, make_norm, softcap
 from .config import FINAL_NORM, ModelConfig
 from .constants import deepnorm_constants
 from .init import initialize
+from .mup import readout_multiplier
 
 
 def sinusoidal_table(max_len: int, d: int) -> torch.Tensor:
@@ -141,8 +142,11 @@ class Transformer(nn.Module):
         return self.logits(h)
 
     def logits(self, h):
-        """Output logits z = out_proj(h), soft-capped c · tanh(z / c) with ``logit_softcap`` = c (gemma2024)."""
+        """Output logits z = out_proj(h) (× base_width/d under μP, yang2022tp5; tfx.nn.mup), soft-capped
+        c · tanh(z / c) with ``logit_softcap`` = c (gemma2024)."""
         z = self.out_proj(h)
+        m = readout_multiplier(self.cfg)
+        z = z if m == 1.0 else z * m
         return z if self.cfg.logit_softcap is None else softcap(z, self.cfg.logit_softcap)
 
     def loss(self, batch: Batch, label_smoothing: float = 0.0) -> dict:

@@ -13,6 +13,7 @@ import math
 import torch
 
 from .config import SEED_STRIDE, TrainConfig
+from .mup import param_groups
 
 
 # Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1), DATA_STREAM the prime
@@ -57,12 +58,61 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.lr * warm
 
 
+class AdamAtan2(torch.optim.Optimizer):
+    """Adam-atan2 (Everett et al. 2024, "Scaling exponents across parameterizations and
+    optimizers", arXiv 2407.05872, everett2024scaling): Adam without ε.
+
+        m_t = β₁ m_{t−1} + (1 − β₁) g_t,    v_t = β₂ v_{t−1} + (1 − β₂) g_t²
+        m̂_t = m_t / (1 − β₁ᵗ),              v̂_t = v_t / (1 − β₂ᵗ)
+        θ_t = θ_{t−1}·(1 − lr·λ) − lr · a · atan2(m̂_t, b·√v̂_t)
+
+    atan2(y, x) = arctan(y/x) for x > 0, so where |m̂| ≪ √v̂ the step is Adam's lr·m̂/√v̂
+    with ε = 0; it is bounded by lr·a·π/2 and, unlike m̂/(√v̂ + ε), does not change when every
+    gradient is multiplied by a constant, however small: there is no ε to tune, which is the
+    point. ``a`` = ``b`` = 1 by default. λ = ``weight_decay``, decoupled as AdamW's
+    (loshchilov2019adamw)."""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), weight_decay: float = 0.0,
+                 a: float = 1.0, b: float = 1.0):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), weight_decay=weight_decay, a=a, b=b))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update of every parameter with a gradient (the formula in the class docstring)."""
+        for group in self.param_groups:
+            (b1, b2), lr, wd = group["betas"], group["lr"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"], state["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
+                state["step"] += 1
+                t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                m.lerp_(p.grad, 1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                if wd:
+                    p.mul_(1 - lr * wd)
+                m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+                p.add_(torch.atan2(m_hat, group["b"] * v_hat.sqrt()), alpha=-lr * group["a"])
+
+
 def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None) -> torch.optim.Optimizer:
-    """Adam (Kingma & Ba 2015), AdamW, SGD with momentum, or RAdam (Liu et al. 2020).
+    """Adam (Kingma & Ba 2015), AdamW, SGD with momentum, RAdam (Liu et al. 2020) or Adam-atan2
+    (:class:`AdamAtan2`, everett2024scaling).
+
+    ``params``: parameters, parameter groups, or a model: a model's parameters come in
+    :func:`tfx.nn.mup.param_groups` (one plain list under the standard parameterisation; under
+    μP a group per learning-rate factor ``lr_scale``, yang2022tp5), the one place where a
+    parameter's rate differs from the schedule's: each group starts at ``cfg.lr · lr_scale``
+    and :func:`set_lr` keeps the factor.
     ``weight_decay_mode="independent"`` (AdamW only): decay λ·(lr_t/lr) per step, whatever the peak lr.
     On CUDA and CPU, Adam and AdamW use the fused kernel (one launch updates every parameter;
     on a CPU it is also ~3× faster than the per-parameter loop)."""
-    params = list(params)
+    if isinstance(params, torch.nn.Module):
+        params = param_groups(params)
+    params = [{**p, "lr": cfg.lr * p.get("lr_scale", 1.0)} if isinstance(p, dict) else p for p in params]
     wd = cfg.weight_decay
     if cfg.weight_decay_mode == "independent":
         # wortsman2023proxies §3.2.2: AdamW decays θ ← θ − lr_t·λ'·θ (loshchilov2019adamw), so
@@ -70,15 +120,18 @@ def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None)
         wd = cfg.weight_decay / cfg.lr
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd)
+    if cfg.optimizer == "adam-atan2":  # no ε
+        return AdamAtan2(params, lr=cfg.lr, betas=cfg.betas, weight_decay=wd)
     opt = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "radam": torch.optim.RAdam}[cfg.optimizer]
     kw = {"fused": True} if cfg.optimizer != "radam" and device is not None and device.type in ("cuda", "cpu") else {}
     return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd, **kw)
 
 
 def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
-    """Every parameter group's learning rate to ``lr`` (the schedule's value for this step)."""
+    """Every parameter group's learning rate to ``lr`` (the schedule's value for this step)
+    times the group's ``lr_scale`` (μP's per-group factor, :func:`make_optimizer`; 1 if absent)."""
     for group in opt.param_groups:
-        group["lr"] = lr
+        group["lr"] = lr * group["lr_scale"] if "lr_scale" in group else lr
 
 
 def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float | None = None,

@@ -257,7 +257,7 @@ class _Run:
     def __init__(self, model, task, cfg: TrainConfig, device):
         self.model, self.task, self.cfg, self.device = model, task, cfg, device
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.opt = make_optimizer(self.params, cfg, device)
+        self.opt = make_optimizer(model, cfg, device)  # μP's per-group rates: tfx.nn.mup.param_groups
         self.amp = _amp_dtype(device, cfg)
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
         self.loss_fn = torch.compile(model.loss_and_accuracy) if cfg.compile else model.loss_and_accuracy

@@ -191,7 +191,7 @@ def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=sour
     if pooled is not None and not wide:
         raise ValueError("pooled() chose no parameter")
     device = next(m.parameters()).device
-    opt = make_optimizer(m.parameters(), cfg, pick_device(cfg.device) if cfg.device else device)
+    opt = make_optimizer(m, cfg, pick_device(cfg.device) if cfg.device else device)
     torch.manual_seed(cfg.seed)
     rec_steps, rec_lr, gh, uh, pgh, puh, gmed, umed, losses = [], [], [], [], [], [], [], [], []
     for step in range(1, steps + 1):

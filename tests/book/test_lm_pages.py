@@ -1,0 +1,145 @@
+"""The language-model chapters' page helpers (tfx.book.lm_pages): tables, sentences and
+figures laid out from what tfx.runs and tfx.book.evidence computed."""
+from types import SimpleNamespace
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from tfx.book import lm_pages  # noqa: E402
+from tfx.runs import effects, results  # noqa: E402
+from tfx.runs.profiles import get_profile  # noqa: E402
+
+
+def _effect(a_vals, b_vals, expect="higher", a="none", b="warmup"):
+    return effects.paired(dict(enumerate(a_vals)), dict(enumerate(b_vals)), expect, a, b)
+
+
+def _stamp_text(fig) -> str:
+    return " ".join(t.get_text() for t in fig.texts)
+
+
+def test_evidence_rows_are_a_table_with_one_row_per_comparison_and_its_verdict():
+    resolved = _effect([2.0, 2.1, 2.2], [1.0, 1.05, 1.1])
+    unresolved = _effect([1.0, 1.3, 0.9], [1.1, 1.0, 1.0])
+    pairs = [(SimpleNamespace(says="Post-LN ends higher without warmup"), resolved),
+             (SimpleNamespace(says="a contrast"), unresolved)]
+    lines = lm_pages.evidence_rows(pairs).splitlines()
+    assert lines[0].startswith("| comparison |") and lines[1].startswith("|---")
+    assert len(lines) == 4
+    assert lines[2].startswith("| Post-LN ends higher without warmup |")
+    assert lines[2].endswith("| reproduces |") and "(fewer than 5)" in lines[2]
+    assert lines[3].endswith(f"| {unresolved.verdict} |") and unresolved.verdict != "reproduces"
+    assert '"' not in lm_pages.evidence_rows(pairs)  # a table, not quoted verdict strings
+
+
+def test_seed_table_has_a_column_per_seed_and_marks_a_missing_one():
+    table = lm_pages.seed_table({"Pre-LN": {0: 58.0, 1: 59.2}, "Post-LN": [1.4]}, "ratio", "{:.1f}")
+    lines = table.splitlines()
+    assert lines[0] == "| ratio | seed 0 | seed 1 |"
+    assert lines[2] == "| Pre-LN | 58.0 | 59.2 |" and lines[3] == "| Post-LN | 1.4 | – |"
+
+
+def test_warmup_summary_says_what_the_effects_say():
+    """One sentence for the closing chapter: an unresolved effect is said to be unresolved,
+    a resolved one gets its direction; the numbers are the effects' own."""
+    unresolved = _effect([1.0, 1.3, 0.9], [1.1, 1.0, 1.0])
+    gap = _effect([5.0, 5.1, 5.2], [4.5, 4.6, 4.7], a="Post-LN", b="Pre-LN")
+    pairs = [(None, unresolved), (None, None), (None, gap)]
+    text = lm_pages.warmup_summary(pairs, 6)
+    assert text.startswith("In the 6-layer language model") and text.endswith(".")
+    assert "cannot tell from zero" in text and f"{gap.mean:.2f} nats above Pre-LN" in text
+    assert f"warmup lowered Post-LN's final held-out loss by {abs(unresolved.mean):.2f}" in text
+    assert text.count(".") >= 1 and "\n" not in text
+    helped = _effect([2.0, 2.1, 2.2], [1.0, 1.05, 1.1])
+    text = lm_pages.warmup_summary([(None, helped), (None, gap)], 6)
+    assert f"warmup lowered Post-LN's final held-out loss by {helped.mean:.2f} nats (" in text
+
+
+def test_gpu_section_says_the_gpu_runs_are_not_in_yet_and_shows_nothing(monkeypatch):
+    glued = {}
+    monkeypatch.setattr(lm_pages, "glue", lambda k, v, **_: glued.setdefault(k, v))
+    assert lm_pages.gpu_section([], rows="fix", cols="lr", key="lg-gpu-note") is None
+    assert "not in yet" in glued["lg-gpu-note"]
+
+
+@pytest.fixture(scope="module")
+def logits_records():
+    recs = results.load("logits", "book")
+    if not recs:
+        pytest.skip("no book records of experiments/logits.toml")
+    return recs
+
+
+def test_logit_figure_shares_the_y_scale_across_fixes_and_stamps_the_lm_task(logits_records):
+    """Chapter 14's fig. 2: no fix and QK-norm on one y-scale per row (a 60-fold contrast in
+    the largest logit must not hide behind two scales), stamped with the LM's task."""
+    P = get_profile("quick", check_task=False)
+    fig = lm_pages.logit_traces_figure(P, logits_records, "1e-2", "3e-2")
+    (a, b), (c, d) = fig.axes[0:2], fig.axes[2:4]
+    assert a.get_ylim() == b.get_ylim() and c.get_ylim() == d.get_ylim()
+    assert "task: libreoffice-en" in _stamp_text(fig) and "task: reverse" not in _stamp_text(fig)
+
+
+def test_best_and_high_rate_read_the_no_fix_curve(logits_records):
+    best, high = lm_pages.best_and_high_rate(logits_records, ["1e-3", "3e-3", "1e-2", "3e-2", "1e-1", "3e-1"])
+    order = ["1e-3", "3e-3", "1e-2", "3e-2", "1e-1", "3e-1"]
+    assert order.index(high) > order.index(best)
+
+
+def _capture(monkeypatch) -> dict:
+    glued = {}
+    monkeypatch.setattr(lm_pages, "glue", lambda k, v, **_: glued.__setitem__(k, v))
+    return glued
+
+
+def _book(name):
+    recs = results.load(name, "book")
+    if not recs:
+        pytest.skip(f"no book records of experiments/{name}.toml")
+    return recs
+
+
+def test_lm_stream_glues_medians_in_the_text_and_every_seed_in_a_table(monkeypatch):
+    """Chapter 13: the prose reads one number per quantity (the median over seeds); the
+    per-seed values go to a table, one column per seed."""
+    glued = _capture(monkeypatch)
+    recs = _book("lm")
+    P = get_profile("quick", check_task=False)
+    fig = lm_pages.lm_stream(P, recs, ["Post-LN", "Pre-LN"], "warmup", "3e-3")
+    assert "task: libreoffice-en" in _stamp_text(fig)
+    seeds = {r.seed for r in results.select(recs, placement="Pre-LN", warmup="warmup", lr="3e-3")}
+    assert isinstance(glued["lm-stream-pre"], float) and glued["lm-stream-pre"] > glued["lm-stream-post"]
+    table = str(glued["lm-stream-table"].data).splitlines()
+    assert table[0].count("seed ") == len(seeds) and len(table) == 2 + 3
+
+
+def test_placements_trained_ratio_table_replaces_the_paragraph_of_ratios(monkeypatch):
+    """Chapter 15: every seed's top stream over Pre-LN's, per scheme and rate, in a table
+    (one row per scheme × rate), and the medians the prose reads."""
+    glued = _capture(monkeypatch)
+    recs = _book("placements")
+    names = list(dict.fromkeys(r.point["placement"] for r in recs))
+    lrs = sorted(dict.fromkeys(r.point["lr"] for r in recs), key=float)
+    lm_pages.glue_placements_trained(recs, names, lrs)
+    rows = str(glued["pt-ratio-table"].data).splitlines()
+    assert len(rows) == 2 + (len(names) - 1) * len(lrs)
+    assert glued["pt-pre-growth"] > 100 * glued["pt-peri-growth"]  # the recorded contrast
+    assert glued["pt-lr-lo"] == lrs[0] and glued["pt-lr-hi"] == lrs[-1]
+
+
+def test_dyt_controls_note_reads_the_controls_from_the_records():
+    """The sentence on DY-1's controls follows the paired effects: it says the √d scale is not
+    shown to be the cause when dropping it does not lower DyT's loss, says DyT trains worse than
+    no norm when the interval says so, and names a control whose best rate sits at the grid's
+    edge (the book records: +0.05 nats, −0.07 to +0.18; +2.05, +1.94 to +2.15; 5 seeds)."""
+    from tfx.runs import results
+
+    recs = results.load("norms", "book")
+    if not results.select(recs, norm="no norm"):
+        pytest.skip("the norms sweep's controls are not recorded")
+    note = lm_pages.dyt_controls_note(recs)
+    assert "not shown to be what sinks the default α" in note
+    assert "trains worse than no norm" in note
+    assert "DyT, no √d embedding scale: best rate at the grid's edge" in note

@@ -1,0 +1,93 @@
+"""The closing chapter's tables (tfx.book.synthesis): one row per registered claim, statuses
+from the claims vocabulary, and a graceful answer where no checkout is beside tfx (Colab)."""
+import json
+
+import pytest
+
+from tfx.book import claims, synthesis
+
+
+def test_the_verdict_table_has_one_row_per_registered_claim():
+    rows = synthesis.verdicts()
+    assert [r.id for r in rows] == [c.id for c in claims.CLAIMS]
+    table = synthesis.verdict_table(rows).splitlines()
+    assert len(table) == 2 + len(claims.CLAIMS)
+    assert all(f"| {c.id} |" in line for c, line in zip(claims.CLAIMS, table[2:]))
+
+
+def test_statuses_come_from_the_claims_vocabulary():
+    rows = synthesis.verdicts()
+    assert set(synthesis.STATUSES) == set(claims.STATUSES)
+    assert all(r.status in synthesis.VOCABULARY for r in rows)
+    judged = claims.statuses()
+    for r in rows:  # a glued status is passed through unchanged, with the chapter that glued it
+        if r.id in judged:
+            assert (r.chapter, r.status) == judged[r.id]
+            assert r.status in claims.STATUSES
+    assert next(r for r in rows if r.id == "TF-3").status == synthesis.CONTEXT
+
+
+def test_a_status_outside_the_vocabulary_is_refused(monkeypatch):
+    monkeypatch.setattr(claims, "statuses", lambda root: {"LN-1": ("03-layernorm-jacobian", "works")})
+    with pytest.raises(ValueError, match="LN-1.*works"):
+        synthesis.verdicts()
+
+
+def test_without_a_checkout_every_status_says_so(monkeypatch):
+    monkeypatch.setattr(synthesis, "ROOT", None)  # an installed tfx: no book/ beside it
+    assert not synthesis.has_checkout()
+    rows = synthesis.verdicts()
+    assert [r.id for r in rows] == [c.id for c in claims.CLAIMS]
+    assert {r.status for r in rows} == {synthesis.NO_CHECKOUT, synthesis.CONTEXT}
+    # the registry still names the chapter that measures each claim
+    assert next(r for r in rows if r.id == "WU-1").chapter == "11-warmup-adam"
+    summaries = synthesis.warmup_summaries()
+    assert [s.chapter for s in summaries] == list(synthesis.WARMUP_CHAPTERS)
+    assert {s.source for s in summaries} == {"none"}
+    assert synthesis.NO_CHECKOUT in synthesis.warmup_list(summaries)
+    assert synthesis.status_table(rows).count("\n") == 3  # header, rule, context, no checkout
+
+
+def _chapter_with_glue(path, glued: dict):
+    outputs = [{"output_type": "display_data", "metadata": {"scrapbook": {"name": k, "mime_prefix": ""}},
+                "data": {"text/plain": repr(v)}} for k, v in glued.items()]
+    nb = {"cells": [{"cell_type": "markdown", "source": ["# A chapter\n"], "metadata": {}},
+                    {"cell_type": "code", "source": [], "metadata": {}, "outputs": outputs}]}
+    path.write_text(json.dumps(nb))
+
+
+def test_warmup_summaries_read_the_chapters_glue_else_their_claims_statuses(tmp_path):
+    (tmp_path / "book").mkdir()
+    _chapter_with_glue(tmp_path / "book" / "11-warmup-adam.ipynb",
+                       {"warmup-summary-11": "warmup helps Post-LN here", "status-WU-1": "reproduces"})
+    _chapter_with_glue(tmp_path / "book" / "13-decoder-only-lm.ipynb", {"status-LM-1": "does not reproduce"})
+    by_chapter = {s.chapter: s for s in synthesis.warmup_summaries(tmp_path)}
+    assert (by_chapter["11"].source, by_chapter["11"].text) == ("summary", "warmup helps Post-LN here")
+    assert by_chapter["13"].source == "statuses" and "LM-1" in by_chapter["13"].text
+    assert "does not reproduce" in by_chapter["13"].text
+    assert by_chapter["12"].source == "statuses" and synthesis.NOT_JUDGED in by_chapter["12"].text
+    rows = {r.id: r for r in synthesis.verdicts(tmp_path)}
+    assert (rows["WU-1"].status, rows["WU-1"].chapter) == ("reproduces", "11-warmup-adam")
+    assert rows["WU-2"].status == synthesis.NOT_JUDGED
+
+
+def test_status_table_counts_each_claim_once():
+    rows = synthesis.verdicts()
+    counted = synthesis.by_status(rows)
+    assert sum(len(ids) for ids in counted.values()) == len(claims.CLAIMS)
+    assert set(counted) == set(synthesis.VOCABULARY)
+
+
+def test_gpu_status_names_the_experiments_without_full_records():
+    from tfx.book import evidence
+
+    none = synthesis.gpu_status(load=lambda name: False)
+    assert set(none) == set(evidence.BY_CLAIM)
+    assert none["LG-1"] == ["logits"]
+    every = synthesis.gpu_status(load=lambda name: True)
+    assert all(missing == [] for missing in every.values())
+
+
+def test_chapter_number():
+    assert synthesis.chapter_number("11-warmup-adam") == "11"
+    assert synthesis.chapter_number("") == "—"

@@ -1,0 +1,140 @@
+"""tfx.book.training_pages: the tables, sentences and figures of the training chapters."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from tfx.book import training_pages as pages  # noqa: E402
+from tfx.runs.effects import paired  # noqa: E402
+from tfx.runs.profiles import get_profile  # noqa: E402
+
+P = get_profile("quick")
+UP = paired({0: 1.0, 1: 2.0, 2: 1.5}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")  # reproduces
+MIXED = paired({0: 1.0, 1: -2.0, 2: 1.5}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")  # unresolved
+DOWN = paired({0: -1.0, 1: -2.0, 2: -1.5}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")  # reversed
+
+
+def _rec(seed, loss, **point):
+    h = SimpleNamespace(chance_loss=6.0, floor_loss=0.0, eval_loss=[5.0, loss], eval_step=[50, 100],
+                        bleu=[], status="finished", reason="", diverged_step=0, steps_done=100,
+                        start_loss=6.0, loss=[6.0, loss], step=[1, 100])
+    return SimpleNamespace(seed=seed, point=point, history=h, status="finished",
+                           train_config=SimpleNamespace(lr=1e-3, steps=100),
+                           config=SimpleNamespace(d_model=64, n_enc=2, n_dec=2))
+
+
+def test_a_pipe_inside_a_table_cell_is_escaped():
+    assert pages.cell("median |g|") == "median \\|g\\|"
+    assert pages.cell("two\nlines") == "two lines"
+
+
+def test_effects_table_has_one_row_per_effect_with_its_verdict_and_escaped_label():
+    table = pages.effects_table([("a |g| b", UP), ("c", MIXED), ("d", DOWN)], head="what")
+    lines = table.splitlines()
+    assert lines[0].startswith("| what |") and len(lines) == 2 + 3
+    assert "a \\|g\\| b" in lines[2] and lines[2].endswith("| reproduces |")
+    assert lines[3].endswith("| not resolved at this scale |") and lines[4].endswith("| reversed |")
+    assert "+1.50 nats" in lines[2] and "3 of 3 (higher)" in lines[2]
+    assert "{:+.1f}".format(UP.mean) in pages.effects_table([("a", UP)], fmt="{:+.1f}")
+    one_seed = paired({0: 1.0}, {0: 0.0}, "higher")
+    assert "none (one seed)" in pages.effects_table([("x", one_seed)])
+    with pytest.raises(ValueError, match="items"):
+        pages.effects_table([])
+
+
+def test_effects_sentence_reads_each_effect_and_can_drop_the_interval():
+    s = pages.effects_sentence("Warmup:", [("it rose", UP), ("it fell", DOWN)])
+    assert s.startswith("Warmup: it rose by +1.50 nats (95 % CI ")
+    assert "as the paper predicts" in s and "the opposite of the paper" in s and s.endswith(".")
+    short = pages.effects_sentence("Warmup:", [("it rose", UP)], interval=False)
+    assert short == "Warmup: it rose by +1.50 nats (as the paper predicts)."
+    with pytest.raises(ValueError, match="items"):
+        pages.effects_sentence("x", [])
+
+
+def test_verdict_tally_counts_each_verdict_once_with_the_total_first():
+    assert pages.verdict_tally([UP, MIXED, MIXED]) == (
+        "1 of 3 reproduces, 2 are not resolved at this scale")
+    assert pages.verdict_tally([DOWN]) == "1 of 1 is reversed"
+    assert pages.verdict_tally([UP, UP, DOWN]) == "2 of 3 reproduce, 1 is reversed"
+    with pytest.raises(ValueError, match="at least one"):
+        pages.verdict_tally([])
+
+
+def test_outcome_counts_and_table_read_tfx_runs_outcome():
+    recs = [_rec(0, 0.5, arch="A", depth="2"), _rec(1, 5.9, arch="A", depth="2"),
+            _rec(0, 0.4, arch="B", depth="2"), _rec(1, 0.3, arch="B", depth="2")]
+    assert pages.outcome_counts(recs[:2]) == "learned 1, did not learn 1 of 2"
+    table = pages.outcome_table(recs, rows="arch", cols="depth", col_names={"2": "two layers"})
+    assert table.splitlines()[0] == "| arch | two layers |"
+    assert "| B | learned 2 of 2 |" in table
+
+
+def test_median_first_last_counts_the_runs_that_fell():
+    first, last, fell = pages.median_first_last([_rec(0, 4.0), _rec(1, 6.0), _rec(2, 3.0)])
+    assert (first, last, fell) == (5.0, 4.0, 2)
+
+
+def test_dip_and_jump_split_the_evaluations_at_the_warmup():
+    r = _rec(0, 2.0)
+    r.history.eval_step, r.history.eval_loss = [10, 20, 30, 40], [4.0, 3.0, 3.5, 2.0]
+    dip, jump, end = pages.dip_and_jump([r], warmup_steps=25)
+    assert (dip, jump, end) == ([3.0], [3.5], [2.0])
+    dip, jump, _ = pages.dip_and_jump([r], warmup_steps=100)  # no evaluation after the warmup
+    assert dip == [2.0] and math.isnan(jump[0])
+
+
+def test_steps_to_target_gives_none_for_a_run_that_never_gets_there():
+    a, b = _rec(0, 0.5), _rec(1, 4.5)
+    assert pages.steps_to_target([a, b], target=1.0) == {0: 100, 1: None}
+
+
+def test_gpu_markdown_shows_records_or_one_sentence():
+    assert pages.gpu_markdown({"depth": []}, {"depth": ("arch", "depth")}) == (
+        "GPU results for depth are not in yet; the box at the end of the page says how to "
+        "run them.")
+    recs = [_rec(s, 0.5, arch="A", depth="2", warmup=w) for s in (0, 1) for w in ("none", "w")]
+    for r in recs:
+        r.device, r.code_version, r.finished_at, r.carried_from = "cuda", "abc", "2026-11-27", []
+        r.fixture = True
+    text = pages.gpu_markdown({"depth": recs, "lm": []},
+                              {"depth": ("arch", "depth"), "lm": ("arch", "depth")})
+    assert "**depth**: 4 runs · FIXTURES" in text and "device cuda" in text
+    assert "warmup **none**" in text and "warmup **w**" in text  # one table per warmup
+    assert text.endswith("GPU results for lm are not in yet; the box at the end of the page "
+                         "says how to run them.")
+
+
+def test_effects_figure_has_one_row_per_effect_and_glue_figure_closes_it(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    fig = pages.effects_figure(P, [("a long label " * 6, UP), ("b", DOWN)], title="t", wrap=20)
+    ax = fig.axes[0]
+    assert len(ax.get_yticklabels()) == 2
+    assert max(len(line) for line in ax.get_yticklabels()[1].get_text().splitlines()) <= 20
+    glued = {}
+    monkeypatch.setattr("tfx.book.notebook.glue",
+                        lambda name, value, display=False: glued.setdefault(name, display))
+    assert pages.glue_figure("fig-x", fig) == "fig-x" and glued == {"fig-x": False}
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_first_steps_figure_shares_one_colour_scale():
+    import numpy as np
+
+    def fs(scale):
+        h = np.zeros((4, 6))
+        h[:, 1:4] = scale
+        return SimpleNamespace(grad_hist=h, update_hist=h * 2, pooled_update_hist=h * 3,
+                               steps=[1, 2, 3, 4], bins=np.linspace(-6, 0, 7))
+
+    first = {("none", 0): fs(10.0), ("long", 0): fs(1.0)}
+    fig = pages.first_steps_figure(P, first, ("none", "long"), 0)
+    images = [im for ax in fig.axes for im in ax.get_images()]
+    assert len(images) == 6 and len({im.norm.vmax for im in images}) == 1
+    assert len(fig.axes) == 7  # six maps and one colour bar

@@ -1,0 +1,141 @@
+"""tfx.theory.optimiser: the 1-D quadratic under GD and Adam (bai2025adamspikes), the
+coordinate check (yang2022tp5) and the per-layer probes. Each test can fail."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+import tfx
+from tfx.nn.config import TrainConfig
+from tfx.nn.optim import make_optimizer, take_step
+from tfx.theory import optimiser as O
+
+
+def test_threshold_is_where_a_root_of_the_momentum_recursion_reaches_minus_one():
+    """Derivation check: z² − (1 + β₁ − (1 − β₁) a h) z + β₁ has the root z = −1 exactly at
+    a h = 2 (1 + β₁)/(1 − β₁)."""
+    z, b1, ah = sp.symbols("z beta1 ah")
+    poly = z**2 - (1 + b1 - (1 - b1) * ah) * z + b1
+    root = sp.solve(poly.subs(z, -1), ah)[0]
+    assert sp.simplify(root - 2 * (1 + b1) / (1 - b1)) == 0
+    assert O.stability_threshold(0.9) == pytest.approx(38.0) and O.stability_threshold(0.0) == 2.0
+
+
+@pytest.mark.parametrize("lr", [0.5, 1.5, 1.9])
+def test_gd_below_two_over_h_converges_monotonically(lr):
+    run = O.quadratic_run("gd", h=1.0, lr=lr, steps=60)
+    assert np.all(np.diff(run.loss) <= 0) and run.loss[-1] < 1e-3 * run.loss[0]
+    assert run.loss[0] < 0.5  # f(x₀) = ½: the first step lowered it too
+
+
+def test_gd_above_two_over_h_diverges():
+    run = O.quadratic_run("gd", h=1.0, lr=2.1, steps=60)
+    assert run.loss[-1] > run.loss[0]
+
+
+def test_adam_spikes_at_the_predicted_step():
+    lr, betas = 0.01, (0.9, 0.95)
+    run = O.quadratic_run("adam", lr=lr, steps=600, betas=betas)
+    pred, t0 = O.predict_crossing(run, lr, betas=betas), O.decay_start(run)
+    onset = O.spike_onset(run, after=t0)
+    assert pred is not None and onset is not None
+    assert abs(O.crossing(run, t0) - pred) <= 1  # the measured crossing: the prediction's own quantity
+    assert abs(onset - pred) <= 0.03 * (pred - t0) + 1
+    assert run.loss[onset:].max() > 1e6 * run.loss[onset - 1]  # a spike, not a wobble
+
+
+def test_eps_above_the_threshold_scale_removes_the_spike():
+    lr, betas, eps = 0.01, (0.9, 0.95), 1e-3  # η h/ε = 10 < 38
+    run = O.quadratic_run("adam", lr=lr, steps=600, betas=betas, eps=eps)
+    assert O.predict_crossing(run, lr, betas=betas, eps=eps) is None
+    assert O.spike_onset(run, after=O.decay_start(run)) is None
+    assert run.sharpness.max() <= lr / eps
+
+
+def test_beta2_not_above_beta1_gives_no_prediction():
+    run = O.quadratic_run("adam", lr=0.01, steps=300, betas=(0.9, 0.9))
+    assert O.predict_crossing(run, 0.01, betas=(0.9, 0.9)) is None
+
+
+def test_adam_atan2_runs_on_the_quadratic_without_eps():
+    run = O.quadratic_run("adam-atan2", lr=0.01, steps=600, betas=(0.9, 0.95))
+    assert np.isfinite(run.sharpness).all() and run.threshold == pytest.approx(38.0)
+    with pytest.raises(ValueError, match="optimizer='lion'"):
+        O.quadratic_run("lion")
+
+
+# ------------------------------------------------------------------ coordinate check
+TASK = tfx.synthetic("reverse", vocab=16, length=6)
+
+
+def build(par):
+    def b(d, seed):
+        mup = {"parameterization": "mup", "base_width": 16} if par == "mup" else {}
+        cfg = tfx.ModelConfig.for_task(TASK, n_enc=0, n_dec=1, placement="pre", d_model=d, n_heads=2,
+                                       d_ffn=2 * d, **mup)
+        return tfx.build_model(cfg, seed=seed)
+    return b
+
+
+def test_coordinate_check_is_flat_under_mup_and_grows_under_standard():
+    std = O.coordinate_check(build("standard"), TASK, [16, 64, 128], steps=4, lr=2e-2, batch_size=8)
+    mup = O.coordinate_check(build("mup"), TASK, [16, 64, 128], steps=4, lr=2e-2, batch_size=8)
+    assert std.names == mup.names and std.names[-1] == "logits"
+    assert std.slope.min() > 0.3
+    assert np.abs(mup.slope).max() < 0.3
+
+
+# ------------------------------------------------------------------ per-layer probes
+def small_model():
+    m = build("standard")(16, 0)
+    return m, TASK.batch(0, 8)
+
+
+def test_update_to_weight_and_gradient_rms():
+    m, batch = small_model()
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    opt = make_optimizer(m, TrainConfig(lr=1e-2))
+    take_step(opt, m.loss(batch)["loss"])
+    ratios = O.update_to_weight(before, m)
+    assert set(ratios) == set(before) and all(r >= 0 for r in ratios.values() if np.isfinite(r))
+    assert max(ratios.values()) > 0
+    rms = O.gradient_rms(m)
+    flat = torch.cat([p.grad.flatten() for p in m.parameters() if p.grad is not None])
+    assert rms["all"] == pytest.approx(float(flat.double().pow(2).mean().sqrt()))
+
+
+def test_preconditioned_sharpness_matches_the_quadratic():
+    """On f = h‖θ‖²/2 (H = h I) with v̂ the same everywhere, ηD⁻¹H = η h/(√v̂ + ε) I."""
+    h, lr = 3.0, 0.1
+
+    class Quad(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.theta = torch.nn.Parameter(torch.ones(4, dtype=torch.float64))
+
+        def loss(self, batch):
+            return {"loss": 0.5 * h * self.theta.pow(2).sum()}
+
+    class B:
+        def to(self, device):
+            return self
+
+    q = Quad()
+    opt = make_optimizer([q.theta], TrainConfig(lr=lr, eps=1e-8))
+    take_step(opt, q.loss(None)["loss"])
+    out = O.preconditioned_sharpness(q, B(), opt, iters=5)
+    s = opt.state[q.theta]
+    expect = lr * h / (float((s["exp_avg_sq"][0] / (1 - 0.98)).sqrt()) + 1e-8)
+    assert out["largest"] == pytest.approx(expect, rel=1e-6)
+    assert out["update"] == pytest.approx(expect, rel=1e-6)
+
+
+def test_preconditioned_sharpness_on_a_model():
+    m, batch = small_model()
+    opt = make_optimizer(m, TrainConfig(lr=1e-3))
+    for _ in range(2):
+        take_step(opt, m.loss(batch)["loss"])
+    out = O.preconditioned_sharpness(m, batch, opt, iters=8)
+    assert np.isfinite(out["largest"]) and out["largest"] > 0

@@ -1,0 +1,653 @@
+"""The bookkeeping of chapters 5–7 (gradient vanishing is not the culprit, the amplification
+effect, Admin), kept out of the reader's way.
+
+A chapter page shows the model built, the probe called and the formula checked; the values
+its prose pastes (``glue``), its tables and its figures come from here. Each function takes
+what the page computed and returns a figure name, a Markdown table or the values it glued,
+so a test can check it without executing a notebook. Glue names are the ones
+``tfx/book/claims.py`` and the chapters' prose read; do not rename them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory import change, fit, gradients
+from . import plot
+from .notebook import glue
+
+KIND_COLORS = {"self-attn": "#1f77b4", "cross-attn": "#d62728", "ffn": "#7f7f7f"}
+FREE_COLOR = "#8c564b"  # profiling-free Admin
+SCHEME_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin (profiled)",
+                "admin-profiling-free": "Admin (profiling-free)"}
+
+
+def glue_figure(name: str, fig) -> str:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive (not shown where it is
+    computed) and close it; returns ``name``."""
+    import matplotlib.pyplot as plt
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+    return name
+
+
+def md_table(header, rows) -> str:
+    """A GFM table (``display(Markdown(...))`` renders it as a real table)."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def glue_all(prefix: str, values: dict) -> dict:
+    """Glue every ``values[k]`` as ``prefix + k``; returns ``values``."""
+    for k, v in values.items():
+        glue(prefix + k, v)
+    return values
+
+
+def geo_mean(x) -> float:
+    return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
+
+
+# ------------------------------------------------------------- chapter 5: not vanishing
+def mean_profiles(runs: list) -> dict:
+    """The seed mean of :func:`tfx.theory.gradients.sublayer_grad_norms` results:
+    ``{stack: {"relative", "norm", "kinds"}}``."""
+    return {stack: {"relative": np.mean([r[stack]["relative"] for r in runs], axis=0),
+                    "norm": np.mean([r[stack]["norm"] for r in runs], axis=0),
+                    "kinds": runs[0][stack]["kinds"]}
+            for stack in ("encoder", "decoder")}
+
+
+def glue_gv1(grads: dict) -> dict:
+    """GV-1's bottom/top ratios of the relative gradient (``grads``: {placement:
+    :func:`mean_profiles`}); glues ``nv_post_enc`` … ``nv_dec_vs_enc`` and the prediction of
+    exercise 1, ``nv_ex_twice`` (twice the depth squares the decoder's ratio)."""
+    def bottom_over_top(placement, stack):
+        r = grads[placement][stack]["relative"]
+        return float(r[0] / r[-1])
+
+    v = {"post_enc": bottom_over_top("post", "encoder"),
+         "post_dec": bottom_over_top("post", "decoder"),
+         "pre_enc": bottom_over_top("pre", "encoder"),
+         "pre_dec": bottom_over_top("pre", "decoder"),
+         "dec_vs_enc": float(grads["post"]["decoder"]["relative"][0]
+                             / grads["post"]["encoder"]["relative"][0])}
+    v["ex_twice"] = v["post_dec"] ** 2
+    return glue_all("nv_", v)
+
+
+def sublayer_grads_figure(P, grads: dict, depth: int, name="fig-05-sublayer-grads") -> str:
+    """Bars of the relative gradient of every sub-layer output, Post-/Pre-LN × encoder/decoder."""
+    fig, axes = plot.figure(P, ncols=2, nrows=2, width=10, height=6, sharey=True)
+    for row, placement in enumerate(("post", "pre")):
+        for col, stack in enumerate(("encoder", "decoder")):
+            g, ax = grads[placement][stack], axes[row, col]
+            ax.bar(np.arange(1, len(g["relative"]) + 1), g["relative"],
+                   color=[KIND_COLORS[k] for k in g["kinds"]])
+            ax.set_yscale("log")
+            ax.set(title=f"{placement}-LN {stack}", xlabel="sub-layer i (bottom → top)",
+                   ylabel="relative ‖Δx_i‖")
+    for kind, c in KIND_COLORS.items():
+        axes[0, 0].bar([0], [np.nan], color=c, label=kind)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    fig.suptitle(f"Relative gradient norm of every sub-layer output at init "
+                 f"({depth}+{depth} layers)")
+    return glue_figure(name, fig)
+
+
+def glue_cross_drop(measured, predicted, other) -> dict:
+    """The gradient kept across each encoder-attention sub-layer against {eq}`eq-gv-cross`:
+    glues ``nv_cross_drop``, ``nv_other_drop`` (geometric means), ``nv_cross_err`` (mean
+    |measured/predicted − 1|, in %) and ``nv_cross_total`` (their product over the decoder)."""
+    measured, predicted = np.asarray(measured), np.asarray(predicted)
+    return glue_all("nv_", {
+        "cross_drop": geo_mean(measured), "other_drop": geo_mean(other),
+        "cross_err": 100 * float(np.mean(np.abs(measured / predicted - 1))),
+        "cross_total": float(np.prod(measured))})
+
+
+def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
+    fig, ax = plot.figure(P, width=6.5)
+    layers = np.arange(1, len(measured) + 1)
+    ax.plot(layers, measured, "o-", color=KIND_COLORS["cross-attn"],
+            label="measured ‖Δx_self‖ / ‖Δx_cross‖")
+    ax.plot(layers, predicted, "s--", color="#444444", mfc="none",
+            label="predicted 1/√(1 + Var f_cross)")
+    ax.axhline(1, color="#999999", lw=0.8)
+    ax.set(ylim=(0, 1.2), xlabel="decoder layer l", ylabel="gradient kept across the sub-layer")
+    ax.legend(loc="lower right")
+    return glue_figure(name, fig)
+
+
+def encoder_summary(runs: list) -> dict:
+    """One setting of the Post-LN encoder (alone, or under a decoder): ``runs`` are
+    (profile of ‖Δx_i‖/‖Δx_top‖, :func:`~tfx.theory.gradients.sublayer_gains` of the encoder)
+    per seed. Bottom/top ratio (mean and seed range), the lowest point, the two gains of
+    attention and FFN branches, the common-mode share at the top, and {eq}`eq-gv-ratio`'s
+    prediction of the bottom/top ratio beside its measurement."""
+    prof = np.array([r[0] for r in runs])
+    kinds = np.array(runs[0][1]["kinds"])
+    attn = kinds == "self-attn"
+
+    def gain(key, sel):
+        return float(np.mean([r[1][key][sel] for r in runs]))
+
+    return {"bottom": float(prof[:, 0].mean()), "bottom_lo": float(prof[:, 0].min()),
+            "bottom_hi": float(prof[:, 0].max()), "min": float(prof.mean(0).min()),
+            "attn_v": gain("forward_gain", attn), "attn_g": gain("backward_gain", attn),
+            "ffn_v": gain("forward_gain", ~attn), "ffn_g": gain("backward_gain", ~attn),
+            "common": float(np.mean([r[1]["common_mode"][-1] for r in runs])),
+            # (eq-gv-ratio) multiplied over sub-layers 1 … L−1: bottom's input / top's input
+            "pred": float(np.mean([np.sqrt(np.prod(r[1]["predicted"])) for r in runs])),
+            "meas": float(np.mean([np.sqrt(np.prod(r[1]["measured"])) for r in runs]))}
+
+
+ENCODER_SETTINGS = {"alone": "alone", "with a decoder": "encdec"}
+
+
+def glue_encoder_alone(meas: dict) -> tuple[dict, str]:
+    """:func:`encoder_summary` of each setting in ``meas`` ({"alone": runs, "with a decoder":
+    runs}), glued as ``nv_alone_*`` and ``nv_encdec_*``; returns (summaries, a Markdown
+    table of them)."""
+    out = {k: glue_all(f"nv_{ENCODER_SETTINGS[k]}_", encoder_summary(runs))
+           for k, runs in meas.items()}
+    glue("nv_alone_seeds", len(meas["alone"]))
+    rows = [[f"encoder {k}", f"{s['bottom']:.2f} ({s['bottom_lo']:.2f}–{s['bottom_hi']:.2f})",
+             f"{s['pred']:.2f} / {s['meas']:.2f}", f"{s['attn_v']:.2f} / {s['attn_g']:.2f}",
+             f"{s['ffn_v']:.2f} / {s['ffn_g']:.2f}", f"{s['common']:.2f}"]
+            for k, s in out.items()]
+    table = md_table(["Post-LN", "bottom/top gradient (seed range)",
+                      "√∏(1+g)/(1+v): predicted / measured", "attention v / g", "FFN v / g",
+                      "common-mode share at the top"], rows)
+    return out, table
+
+
+def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
+    fig, (a, b) = plot.figure(P, ncols=2, width=10)
+    for k, runs in meas.items():
+        prof = np.array([r[0] for r in runs])
+        c = "#d62728" if k == "alone" else "#1f77b4"
+        a.plot(np.arange(1, prof.shape[1] + 1), prof.mean(0), "o-", ms=3, color=c,
+               label=f"Post-LN encoder {k}")
+        kinds = np.array(runs[0][1]["kinds"])
+        for kind, mk in (("self-attn", "o"), ("ffn", "s")):
+            sel = kinds == kind
+            v = np.array([r[1]["forward_gain"][sel] for r in runs]).ravel()
+            g = np.array([r[1]["backward_gain"][sel] for r in runs]).ravel()
+            b.plot(v, g, mk, ms=3, color=c, mfc="none" if kind == "ffn" else c,
+                   label=f"{kind}, encoder {k}")
+    a.axhline(1, color="#999999", lw=0.8)
+    a.set(xlabel="encoder sub-layer i (bottom → top)", ylabel="‖Δx_i‖ / ‖Δx_top‖",
+          title="gradient reaching each sub-layer")
+    a.legend(fontsize=8)
+    lim = [0, 1.05 * max(b.get_xlim()[1], b.get_ylim()[1])]
+    b.plot(lim, lim, "--", color="#444444", lw=1, label="g = v: no loss")
+    b.set(xlabel="forward gain v_i", ylabel="backward gain g_i", title="each sub-layer's two gains")
+    b.legend(fontsize=7)
+    return glue_figure(name, fig)
+
+
+def glue_gv3(sizes: dict, early: dict, window) -> tuple[dict, str]:
+    """GV-3's spreads (decades between the 90th and 10th percentile, ``fit.log_spread``) of
+    gradients and updates per optimiser, between the checkpoints of ``window`` and over the
+    first step (``early``); glues ``nv_spread_*``, ``nv_gv3_*``; returns (spreads, table)."""
+    spread = {(opt, k): fit.log_spread(sizes[opt][k]) for opt in sizes for k in ("grad", "update")}
+    for (opt, k), v in spread.items():
+        glue(f"nv_spread_{opt}_{k}", v)
+    rows = []
+    for opt in sizes:
+        first = glue(f"nv_spread_{opt}_update_first", fit.log_spread(early[opt]["update"]))
+        cg = glue(f"nv_spread_{opt}_coord_grad", fit.log_spread(sizes[opt]["coord_grad"]))
+        cu = glue(f"nv_spread_{opt}_coord_update", fit.log_spread(sizes[opt]["coord_update"]))
+        eq = "equalises" if gradients.equalises(sizes[opt]) else "does not equalise"
+        glue(f"nv_gv3_equalises_{opt}", _md(eq))
+        rows.append([opt.upper(), f"{spread[(opt, 'grad')]:.1f}", f"{spread[(opt, 'update')]:.2f}",
+                     f"{first:.2f}", f"{cg:.1f} / {cu:.1f}", eq])
+    glue("nv_gv3_a", window[0])
+    glue("nv_gv3_b", window[1])
+    glue("nv_gv3_n", len(sizes["adam"]["names"]))
+    glue("nv_gv3_loss_adam", float(np.mean(sizes["adam"]["loss"][-10:])))
+    table = md_table(["optimiser", "gradients", f"updates, steps {window[0]}→{window[1]}",
+                      "updates, first step", "per coordinate: gradients / updates",
+                      "by the criterion"], rows)
+    return spread, table
+
+
+def update_balance_figure(P, sizes: dict, window, name="fig-05-update-balance") -> str:
+    fig, axes = plot.figure(P, ncols=2, width=10, sharey=True)
+    bins = np.logspace(-4, 0, 33)
+    for ax, opt in zip(axes, sizes):
+        s = sizes[opt]
+        ax.hist(s["grad"] / s["grad"].max(), bins=bins, alpha=0.6, color="#7f7f7f",
+                label="gradient RMS / max")
+        ax.hist(s["update"] / s["update"].max(), bins=bins, alpha=0.6, color=plot.color(opt),
+                label=f"update RMS, steps {window[0]}→{window[1]} / max")
+        ax.set_xscale("log")
+        ax.set_title(f"{opt.upper()}: gradient spread {fit.log_spread(s['grad']):.1f}, "
+                     f"update spread {fit.log_spread(s['update']):.2f} decades", fontsize=9)
+        ax.set_xlabel("relative size per coordinate (log scale)")
+        ax.legend(loc="upper left", fontsize=8)
+    axes[0].set_ylabel("weight matrices (attention and FFN)")
+    return glue_figure(name, fig)
+
+
+def smallest_gradients(sizes: dict, k: int = 3) -> list:
+    """The names of the ``k`` weight matrices with the smallest gradient RMS (SGD's run)."""
+    order = np.argsort(np.asarray(sizes["sgd"]["grad"]))[:k]
+    return [sizes["sgd"]["names"][i] for i in order]
+
+
+def _md(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def run_key(label: str) -> str:
+    """"Post/Pre" → "post_pre" (the glue names of GV-2's runs)."""
+    return label.lower().replace("/", "_")
+
+
+def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
+    """GV-2's illustration: each run's outcome (``History.status``, the book's one rule) and
+    held-out loss at the end, glued as ``nv_<run>_status`` / ``nv_<run>_loss``; the
+    hybrid's reading as ``nv_gv2_verdict``. Returns ({label: learned?}, a Markdown table)."""
+    trained = {k: h.status == "learned" for k, h in runs.items()}
+    for label, h in runs.items():
+        glue(f"nv_{run_key(label)}_loss", h.eval_loss[-1])
+        glue(f"nv_{run_key(label)}_status", _md(f"`{h.status}`"))
+    glue("nv_chance", chance)
+    glue("nv_task", task_name)
+    if trained["Pre/Pre"] and not trained["Post/Pre"]:
+        verdict = ("**fails without warmup**: with no vanishing gradient, it did not learn "
+                   "where Pre/Pre trains, so removing the vanishing did not remove the "
+                   "need for warmup")
+    elif trained["Post/Pre"]:
+        verdict = ("**trains without warmup**: at this scale fixing the decoder's gradient "
+                   "was enough, so the run does not reproduce the paper's ordering")
+    else:
+        verdict = "**is inconclusive**: Pre/Pre did not train either in this budget"
+    glue("nv_gv2_verdict", _md(verdict))
+    rows = [[label, f"`{h.status}`", f"{h.eval_loss[-1]:.2f}"] for label, h in runs.items()]
+    return trained, md_table(["encoder/decoder", "outcome", "held-out loss at the end"], rows)
+
+
+def training_figure(P, runs: dict, title: str, name: str) -> str:
+    """Loss curves of {label: History} (the chance loss dotted)."""
+    fig, ax = plot.figure(P, width=7)
+    plot.loss_curves(ax, runs, smooth=5)
+    ax.set_title(title)
+    return glue_figure(name, fig)
+
+
+# ------------------------------------------------------------- chapter 6: amplification
+def glue_am1(deps: dict, residual: dict, L: int = 12) -> dict:
+    """AM-1's reading of the last row (sub-layer ``L``) of the layer dependency at init
+    (``deps[placement, "init"]``), the decomposition residuals, and the mean diagonal
+    ``β_{i,i}`` before and after training; glues the ``am_*`` names claims.py reads."""
+    pre0, post0 = deps["pre", "init"], deps["post", "init"]
+    row = pre0[L, 1:]
+    v = glue_all("am_", {
+        "pre_row_cv": float(row.std() / row.mean()), "pre_row_mean": float(row.mean()),
+        "uniform": float(1 / np.sqrt(L + 1)),
+        "post_last_two": float(np.hypot(post0[L, L], post0[L, L - 1])),
+        "pre_last_two": float(np.hypot(pre0[L, L], pre0[L, L - 1])),
+        "post_emb": float(post0[L, 0]), "pre_emb": float(pre0[L, 0]),
+        "resid_post": float(residual["post"].max()),
+        "resid_post_top": float(residual["post"][L // 2:].max()),
+        "resid_pre": float(residual["pre"].max())})
+    for (placement, when), m in deps.items():
+        v[f"diag_{placement}_{when}"] = glue(f"am_diag_{placement}_{when}",
+                                             float(np.mean(np.diag(m)[1:])))
+    return v
+
+
+def dependency_figure(P, deps: dict, steps: int, name="fig-06-dependency") -> str:
+    fig, axes = plot.figure(P, ncols=2, nrows=2, width=9, height=7.5)
+    for r, placement in enumerate(("post", "pre")):
+        for c, when in enumerate(("init", "trained")):
+            plot.heatmap(axes[r, c], deps[placement, when], vmin=0, vmax=1,
+                         title=f"{placement}-LN, "
+                               f"{'at init' if when == 'init' else f'after {steps} steps'}",
+                         xlabel="branch j (0: embedding)", ylabel="sub-layer output i")
+    return glue_figure(name, fig)
+
+
+def glue_am2(N, sweeps: dict, seeds: dict, lr: float, depths) -> dict:
+    """AM-2's fits of the output change against depth ``N``: per perturbation kind and
+    placement, lines against N and ln N and a log-log fit (R² glued as
+    ``am_r2_<kind>_<placement>_<form>``); exponents with 95 % intervals over seeds
+    (``am_k_*``), the same for the measured Σβ²_ii (``am_k_sb_*``), and the exponent of the
+    equal-variance Pre-LN law H_{L+1} − 1 (``am_k_harmonic``). Returns the fits and intervals."""
+    N = np.asarray(N, dtype=float)
+    fits = {}
+    for kind, sw in sweeps.items():
+        for pl in ("post", "pre"):
+            y = sw[pl].mean(1)
+            fits[kind, pl, "N"] = fit.fit_linear(N, y)
+            fits[kind, pl, "logN"] = fit.fit_linear(np.log(N), y)
+            fits[kind, pl, "power"] = fit.fit_loglog(N, y)
+    for (kind, pl, form), (k, _, r2) in fits.items():
+        glue(f"am_r2_{kind}_{pl}_{form}", r2)
+        if form == "power":
+            glue(f"am_exp_{kind}_{pl}", k)
+    for kind, sw in sweeps.items():
+        glue(f"am_ratio_{kind}", float(sw["post"].mean(1)[-1] / sw["pre"].mean(1)[-1]))
+        glue(f"am_ratio_{kind}_first", float(sw["post"].mean(1)[0] / sw["pre"].mean(1)[0]))
+    glue("am_depth_min", int(N[0]))
+    glue("am_depth_max", int(N[-1]))
+    glue("am_lr", lr)
+    glue("am_seeds_random", seeds["random"])
+    glue("am_seeds_adam", seeds["adam"])
+    glue("am_depths", ", ".join(str(int(n)) for n in depths))
+    expo = {(kind, pl): fit.exponent_interval(N, sweeps[kind][pl])
+            for kind in sweeps for pl in ("post", "pre")}
+    expo_sb = {pl: fit.exponent_interval(N, sweeps["random"]["sum_beta_sq"][pl])
+               for pl in ("post", "pre")}
+    k_harmonic = glue("am_k_harmonic", fit.fit_loglog(
+        N, [change.output_change_order("pre", 2 * int(n)) for n in N])[0])
+    for (kind, pl), e in expo.items():
+        for part in ("exponent", "low", "high"):
+            glue(f"am_k_{kind}_{pl}_{part}", e[part])
+    for pl, e in expo_sb.items():
+        for part in ("exponent", "low", "high"):
+            glue(f"am_k_sb_{pl}_{part}", e[part])
+    return {"fits": fits, "expo": expo, "expo_sb": expo_sb, "k_harmonic": k_harmonic}
+
+
+def inside(e: dict, value: float) -> bool:
+    """Is ``value`` inside the interval of :func:`tfx.theory.fit.exponent_interval` ``e``?"""
+    return e["low"] <= value <= e["high"]
+
+
+def overlap(e: dict, f: dict) -> bool:
+    """Do two exponent intervals overlap?"""
+    return e["low"] <= f["high"] and f["low"] <= e["high"]
+
+
+def _holds(ok: bool) -> str:
+    return "holds" if ok else "does **not** hold"
+
+
+def glue_am2_laws(am2: dict) -> str:
+    """The verdict words on the growth laws (``am_law_*``, ``am_thm2_exp``) from
+    :func:`glue_am2`'s result ``am2``; returns a Markdown table of the exponents."""
+    expo, expo_sb, kh, fits = am2["expo"], am2["expo_sb"], am2["k_harmonic"], am2["fits"]
+    law = {("random", "post"): inside(expo["random", "post"], 1),
+           ("adam", "post"): inside(expo["adam", "post"], 1),
+           ("random", "pre"): inside(expo["random", "pre"], kh)}
+    for (kind, pl), ok in law.items():
+        glue(f"am_law_{kind}_{pl}", _md(_holds(ok)))
+    thm2 = {pl: overlap(expo["random", pl], expo_sb[pl]) for pl in ("post", "pre")}
+    met = [f"{pl}-LN" for pl, ok in thm2.items() if ok]
+    missed = [f"{pl}-LN" for pl, ok in thm2.items() if not ok]
+    glue("am_thm2_exp", _md("is met for both" if not missed else
+                            (f"is met for {met[0]} and **not** for {missed[0]}" if met
+                             else "is **not** met for either")))
+    rows = []
+    for kind, what in (("random", "random δ"), ("adam", "one Adam step")):
+        for pl, target, tname in (("post", 1.0, "1 (O(N))"), ("pre", kh, f"{kh:.2f} (O(log N))")):
+            e = expo[kind, pl]
+            verdict = (_holds(law[kind, pl]).replace("**", "") if (kind, pl) in law
+                       else "—")
+            rows.append([what, f"{pl}-LN", f"{e['exponent']:.2f}",
+                         f"{e['low']:.2f} to {e['high']:.2f}", tname, verdict,
+                         f"{fits[kind, pl, 'N'][2]:.2f} / {fits[kind, pl, 'logN'][2]:.2f}"])
+    return md_table(["perturbation", "model", "exponent", "95 % interval", "the law's",
+                     "law", "R² against N / ln N"], rows)
+
+
+def output_change_figure(P, N, sweeps: dict, fits: dict, lr: float,
+                         name="fig-06-output-change") -> str:
+    fig, axes = plot.figure(P, ncols=2, width=10)
+    for ax, (kind, sw) in zip(axes, sweeps.items()):
+        for pl, form in (("post", "N"), ("pre", "logN")):
+            y = sw[pl]
+            ax.errorbar(N, y.mean(1), yerr=y.std(1) if y.shape[1] > 1 else None, fmt="o",
+                        color=plot.color(pl), capsize=2, label=f"{pl}-LN measured")
+            k, c0, r2 = fits[kind, pl, form]
+            f = ((lambda x, k=k, c0=c0: k * x + c0) if form == "N"
+                 else (lambda x, k=k, c0=c0: k * np.log(x) + c0))
+            plot.fit_line(ax, N, f, f"fit against {'N' if form == 'N' else 'ln N'}: "
+                          f"R² = {r2:.2f}", color=plot.color(pl))
+        ax.set(xlabel="layers N", ylabel="‖F(W) − F(W*)‖² per token")
+        ax.set_title("random δ = 1e-2 × std(W)" if kind == "random"
+                     else f"one Adam step, lr {lr:g} (log scale)")
+        if kind == "adam":
+            ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    return glue_figure(name, fig)
+
+
+def theorem2(sw: dict) -> dict:
+    """Theorem 2 checked directly: one line through (Σβ²_ii, output change) of both
+    placements (``am_thm2_r2``) and the ratio of the constants C fitted to each alone
+    (``am_c_ratio``); returns the fit and the points."""
+    pts = {pl: (sw["sum_beta_sq"][pl].mean(1), sw[pl].mean(1)) for pl in ("post", "pre")}
+    xs = np.concatenate([p[0] for p in pts.values()])
+    ys = np.concatenate([p[1] for p in pts.values()])
+    k, c0, r2 = fit.fit_linear(xs, ys)
+    glue("am_thm2_r2", r2)
+    C = {pl: float(np.median(y / x)) for pl, (x, y) in pts.items()}
+    glue("am_c_ratio", C["post"] / C["pre"])
+    return {"slope": k, "intercept": c0, "r2": r2, "points": pts, "C": C}
+
+
+def theorem2_figure(P, th: dict, depths, name="fig-06-theorem2") -> str:
+    fig, ax = plot.figure(P, width=6)
+    for pl, (x, y) in th["points"].items():
+        ax.plot(x, y, "o", color=plot.color(pl),
+                label=f"{pl}-LN, N = {', '.join(map(str, depths))}")
+    xs = np.concatenate([p[0] for p in th["points"].values()])
+    plot.fit_line(ax, xs, lambda x: th["slope"] * x + th["intercept"],
+                  f"one line for both: R² = {th['r2']:.2f}", color="#444444")
+    ax.set(xlabel="Σ_i β²_ii (measured)", ylabel="‖ΔF‖² per token, random δ")
+    ax.legend(fontsize=8)
+    return glue_figure(name, fig)
+
+
+# ------------------------------------------------------------- chapter 7: Admin
+def omega_figure(P, omegas: dict, free: dict, name="fig-07-omega") -> str:
+    fig, axes = plot.figure(P, ncols=2, width=10, sharey=True)
+    for ax, (stack, om) in zip(axes, omegas.items()):
+        ax.bar(np.arange(1, len(om) + 1), om, color=plot.color("admin"), label="profiled ω_i")
+        ax.axhline(free[stack], ls="--", color="#444444", lw=1,
+                   label=f"profiling-free ω = {free[stack]:.2f}")
+        ax.set(title=f"{stack}: {len(om)} sub-layers", xlabel="sub-layer i")
+        ax.legend(loc="upper left")
+    axes[0].set_ylabel("ω_i (mean over the d coordinates)")
+    return glue_figure(name, fig)
+
+
+def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
+    """AD-1's β²_ii reading: the log-log slope of each scheme's seed-mean β²_ii against i+1
+    (``ad_slope_<scheme>``), Admin's per-seed slope range, the level and verdict of the law
+    (``ad_gm``, ``ad_law``), the derivation check (``ad_refined_err``, %) and how much an
+    attention sub-layer's share exceeds the FFN's after it (``ad_attn_over_ffn``)."""
+    from ..theory import dependency
+
+    b2 = {s: np.mean(r, axis=0) for s, r in b2s.items()}
+    i = np.arange(1, len(b2["admin"]) + 1)
+    slope = {s: fit.fit_loglog(i + 1, b2[s])[0] for s in b2}
+    for s, k in slope.items():
+        glue(f"ad_slope_{s.replace('-', '_')}", k)
+    per_seed = np.array([dependency.admin_law(r)["slope"] for r in b2s["admin"]])
+    glue("ad_depth", depth)
+    glue("ad_seeds", len(b2s["admin"]))
+    glue("ad_gm", law["level"])
+    glue("ad_slope_lo", float(per_seed.min()))
+    glue("ad_slope_hi", float(per_seed.max()))
+    glue("ad_law", _md(_holds(law["holds"])))
+    glue("ad_refined_err", 100 * float(np.max(sigma_err)))
+    # attention sub-layers are the odd i, FFN the even i
+    glue("ad_attn_over_ffn", geo_mean(b2["admin"][0::2][1:]) / geo_mean(b2["admin"][1::2][1:]))
+    return {"b2": b2, "slope": slope}
+
+
+def admin_beta_figure(P, b2: dict, name="fig-07-beta") -> str:
+    from ..theory import dependency
+
+    fig, ax = plot.figure(P, width=7)
+    i = np.arange(1, len(b2["admin"]) + 1)
+    for s, mk in (("post", "v"), ("pre", "s"), ("admin-profiling-free", "x"), ("admin", "o")):
+        c = FREE_COLOR if s == "admin-profiling-free" else plot.color(s)
+        ax.loglog(i, b2[s], mk, ms=4, color=c, label=SCHEME_NAMES[s])
+    ax.loglog(i, dependency.admin_beta_diag_sq(i), "-", color="#444444", lw=1,
+              label="1/(i+1): the law, equal variances")
+    ax.set(xlabel="sub-layer i", ylabel="β²_ii (held-out batch)")
+    ax.legend(fontsize=8)
+    return glue_figure(name, fig)
+
+
+def glue_admin_change(N, sweeps: dict, schemes) -> tuple[dict, str]:
+    """AD-1's output change: at the largest depth the ratios Admin/Pre-LN, Post-LN/Admin and
+    profiling-free/Pre-LN per perturbation kind, Admin's R² against ln N, and each scheme's
+    log-log exponent with its 95 % interval over seeds (``ad_exp_*``). Returns (exponent
+    intervals, a Markdown table of them)."""
+    N = np.asarray(N, dtype=float)
+    for kind, sw in sweeps.items():
+        y = {s: sw[s].mean(1) for s in schemes}
+        glue(f"ad_r2_{kind}_admin", fit.fit_linear(np.log(N), y["admin"])[2])
+        glue(f"ad_r2_{kind}_free", fit.fit_linear(np.log(N), y["admin-profiling-free"])[2])
+        glue(f"ad_admin_over_pre_{kind}", float(y["admin"][-1] / y["pre"][-1]))
+        glue(f"ad_post_over_admin_{kind}", float(y["post"][-1] / y["admin"][-1]))
+        glue(f"ad_free_over_pre_{kind}", float(y["admin-profiling-free"][-1] / y["pre"][-1]))
+    glue("ad_depth_max", int(N[-1]))
+    expo = {s: fit.exponent_interval(N, sweeps["random"][s]) for s in schemes}
+    rows = []
+    for s, e in expo.items():
+        key = s.replace("-", "_")
+        glue(f"ad_exp_{key}", e["exponent"])
+        glue(f"ad_exp_{key}_lo", e["low"])
+        glue(f"ad_exp_{key}_hi", e["high"])
+        last = {k: sweeps[k][s].mean(1)[-1] / sweeps[k]["pre"].mean(1)[-1] for k in sweeps}
+        rows.append([SCHEME_NAMES[s], f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}",
+                     f"{last['random']:.2f}", f"{last['adam']:.2f}"])
+    table = md_table(["scheme", "exponent (random δ)", "95 % interval",
+                      f"÷ Pre-LN at N = {int(N[-1])}, random δ", "÷ Pre-LN, one Adam step"],
+                     rows)
+    return expo, table
+
+
+def admin_change_figure(P, N, sweeps: dict, schemes, lr: float, name="fig-07-output-change"):
+    style = {"post": (plot.color("post"), "v"), "pre": (plot.color("pre"), "s"),
+             "admin": (plot.color("admin"), "o"), "admin-profiling-free": (FREE_COLOR, "x")}
+    fig, axes = plot.figure(P, ncols=2, width=10)
+    for ax, (kind, sw) in zip(axes, sweeps.items()):
+        for s in schemes:
+            c, mk = style[s]
+            ax.plot(N, sw[s].mean(1), mk + "-", color=c, ms=5, label=SCHEME_NAMES[s])
+        ax.set_yscale("log")
+        ax.set(xlabel="layers N", ylabel="‖F(W) − F(W*)‖² per token")
+        ax.set_title("random δ = 1e-2 × std(W)" if kind == "random"
+                     else f"one Adam step, lr {lr:g}")
+        ax.legend(fontsize=8)
+    return glue_figure(name, fig)
+
+
+def glue_profiling(omega_by: dict, no_dropout: dict, dropout: dict) -> dict:
+    """Training-mode against eval-mode profiling of Admin with dropout: top ω of each stack,
+    the largest ratio (and where), the ratio at the top, whether it exceeds a single
+    dropout's (1−p)^(−1/2), and whether eval mode gives the dropout-free ω."""
+    same = all(np.allclose(omega_by["eval"][s], no_dropout[s]) for s in no_dropout)
+    glue("ad_prof_p", dropout["dropout"])
+    glue("ad_prof_p_inner", dropout["attn_dropout"])
+    single = glue("ad_prof_single", (1 - dropout["dropout"]) ** -0.5)
+    ratio_enc = np.max(omega_by["train"]["encoder"][1:] / omega_by["eval"]["encoder"][1:])
+    glue("ad_prof_vs_single", _md("more than" if ratio_enc > single else "no more than"))
+    glue("ad_prof_eval_same", _md(
+        "the same ω as the model without dropout" if same
+        else "**not** the same ω as the model without dropout"))
+    out = {"same": same}
+    for stack in ("encoder", "decoder"):
+        tr, ev = omega_by["train"][stack], omega_by["eval"][stack]
+        glue(f"ad_prof_top_train_{stack}", float(tr[-1]))
+        glue(f"ad_prof_top_eval_{stack}", float(ev[-1]))
+        out[stack] = glue(f"ad_prof_ratio_max_{stack}", float(np.max(tr[1:] / ev[1:])))
+        # sub-layers count from 1
+        glue(f"ad_prof_ratio_argmax_{stack}", int(np.argmax(tr[1:] / ev[1:])) + 2)
+        glue(f"ad_prof_ratio_top_{stack}", float(tr[-1] / ev[-1]))
+    return out
+
+
+PROFILING = {"train": "training mode (the authors')", "eval": "eval mode (dropout off)"}
+
+
+def profiling_figure(P, omega_by: dict, no_dropout: dict, name="fig-07-profiling") -> str:
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plot.figure(P, ncols=2, width=10, sharey=True)
+    for ax, stack in zip(axes, ("encoder", "decoder")):
+        i = np.arange(1, len(no_dropout[stack]) + 1)
+        ax.plot(i, omega_by["train"][stack], "o-", color=plot.color("admin"), ms=4,
+                label=PROFILING["train"])
+        ax.plot(i, omega_by["eval"][stack], "s--", color="#444444", ms=4,
+                label=PROFILING["eval"])
+        ax.plot(i, no_dropout[stack], "x", color=FREE_COLOR, ms=7,
+                label="no dropout (either mode)")
+        ax.set(title=f"{stack}: {len(i)} sub-layers", xlabel="sub-layer i")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(loc="upper left", fontsize=8)
+    axes[0].set_ylabel("ω_i (mean over the d coordinates)")
+    return glue_figure(name, fig)
+
+
+def glue_profiling_effect(b2_prof: dict, out_change: dict) -> dict:
+    """What training-mode profiling changes at init: the geometric-mean ratio of β²_ii
+    (sub-layers i ≥ 2) and of the output change, training mode / eval mode."""
+    share = geo_mean(b2_prof["train"][1:] / b2_prof["eval"][1:])
+    ratio = {k: float(v["train"].mean() / v["eval"].mean()) for k, v in out_change.items()}
+    every_seed = all((v["train"] < v["eval"]).all() for v in out_change.values())
+    glue("ad_prof_seeds", len(next(iter(out_change.values()))["train"]))
+    glue("ad_prof_share", share)
+    glue("ad_prof_change_random", ratio["random"])
+    glue("ad_prof_change_adam", ratio["adam"])
+    word = ("smaller" if max(ratio.values()) < 1 else "larger" if min(ratio.values()) > 1
+            else "not uniformly smaller")
+    glue("ad_prof_change_verdict", _md(word + (", for every seed" if every_seed else "")))
+    return {"share": share, "ratio": ratio, "every_seed": every_seed}
+
+
+def profiling_effect_figure(P, b2_prof: dict, out_change: dict, lr: float,
+                            name="fig-07-profiling-effect") -> str:
+    from ..theory import dependency
+
+    fig, axes = plot.figure(P, ncols=2, width=10)
+    i = np.arange(1, len(b2_prof["train"]) + 1)
+    for mode, mk, c in (("train", "o-", plot.color("admin")), ("eval", "s--", "#444444")):
+        axes[0].semilogy(i, b2_prof[mode], mk, color=c, ms=4, label=PROFILING[mode])
+    axes[0].semilogy(i, dependency.admin_beta_diag_sq(i), "-", color=FREE_COLOR, lw=1,
+                     label="1/(i+1)")
+    axes[0].set(xlabel="encoder sub-layer i", ylabel="β²_ii (eval mode)")
+    axes[0].legend(fontsize=8)
+    x = np.arange(2)
+    for k, mode in enumerate(PROFILING):
+        means = [out_change[kind][mode].mean() for kind in ("random", "adam")]
+        axes[1].bar(x + (k - 0.5) * 0.38, means, 0.38,
+                    color=plot.color("admin") if mode == "train" else "#999999",
+                    label=PROFILING[mode])
+        for j, kind in enumerate(("random", "adam")):
+            vals = out_change[kind][mode]
+            axes[1].plot(np.full(len(vals), j + (k - 0.5) * 0.38), vals, "k.", ms=4)
+    axes[1].set_xticks(x, ["random δ = 1e-2 × std(W)", f"one Adam step, lr {lr:g}"])
+    axes[1].set_ylabel("‖F(W) − F(W*)‖² per token (encoder)")
+    axes[1].legend(fontsize=8)
+    return glue_figure(name, fig)
+
+
+def records_table(recs) -> str | None:
+    """A Markdown table of recorded admin-profiling runs ({label: outcomes, best held-out
+    loss, BLEU}), or None when there are none."""
+    from ..runs import sweep
+
+    if not recs:
+        return None
+    rows = []
+    for label, runs in sweep.by_label(recs).items():
+        best = [min(r.history.eval_loss) if r.history.eval_loss else float("nan") for r in runs]
+        bleu = [r.bleu for r in runs if r.bleu is not None]
+        rows.append([label, ", ".join(r.status for r in runs),
+                     ", ".join(f"{b:.3f}" for b in best),
+                     ", ".join(f"{b:.1f}" for b in bleu) or "—"])
+    return md_table(["variant", "outcomes", "best held-out loss", "BLEU"], rows)

@@ -1,0 +1,640 @@
+"""The bookkeeping of chapters 8–10 (T-Fixup, the Lipschitz initialisation, ReZero and
+DeepNorm), moved out of the pages so that their visible code is the code a reader learns
+from: the figures of a learning-rate sweep and of paired effects, the tables of effects,
+the glued numbers, and the explorers over the recorded sweeps.
+
+    fig = lr_figure(P, recs, "scheme", {"trains": [...], "stream blows up": [...]})
+    fig = forest_figure(P, items)              # items: [(label, Effect), ...]
+    display(Markdown(effects_table(items)))    # one row per paired effect
+    glue_effect("tf2_vs_xavier", effect)       # the mean, its 95 % interval, the verdict
+
+A verdict is never decided here: the effects come from :mod:`tfx.runs.effects` (registered in
+:mod:`tfx.book.evidence`) and the outcomes of runs from :mod:`tfx.runs.outcome`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runs import outcome, results, sensitivity
+from .explorer import Explorer
+from .notebook import glue
+from .plot import color, effects_plot, figure
+from .sweep_explorers import _stamp, cell_panels, grid_axes
+
+# Colours of the variants of the two recorded sweeps (experiments/t-fixup, experiments/lipschitz).
+TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": "#c49c94",
+                 "T-Fixup, embeddings only": "#e7ba52", "Xavier, no LN": color("none"),
+                 "Post-LN": color("post"), "Post-LN, warmup": "#ff9896", "Pre-LN": color("pre")}
+LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"), "Lipschitz linears": "#9edae5",
+                    "Xavier": color("post"), "Xavier, warmup": "#ff9896"}
+DIVERGED_MARK = dict(marker="x", ms=7, mew=1.6, ls="none")
+LOG_ABOVE = 5.0  # an lr_figure panel whose losses reach this many times chance is drawn on a log axis
+SPLIT_FACTOR = 5.0  # a forest row this many times wider than the median row gets its own panel
+EXPLORER_POINTS = 25  # training-loss points per seed in an explorer state (the page stays small)
+
+
+# ------------------------------------------------------------------ effects in words and tables
+class _Signed:
+    """The default number format of an effect: two decimals ('+1.23'), or two significant
+    digits where two decimals would print a nonzero value as ±0.00 ('-0.0012')."""
+
+    @staticmethod
+    def format(x: float) -> str:
+        if math.isfinite(x) and x != 0 and abs(x) < 0.005:
+            return f"{x:+.2g}"
+        return f"{x:+.2f}"
+
+
+def effect_text(e, fmt=None) -> str:
+    """'−2.58 nats (95 % interval −2.61 to −2.55)': a paired effect's mean and interval, the
+    words a sentence needs (the verdict is said by the sentence, not pasted into it)."""
+    fmt = fmt or _Signed
+    unit = f" {e.unit}" if e.unit else ""
+    if not math.isfinite(e.low):
+        return f"{fmt.format(e.mean)}{unit} (one seed: no interval)"
+    return f"{fmt.format(e.mean)}{unit} (95 % interval {fmt.format(e.low)} to {fmt.format(e.high)})"
+
+
+def glue_effect(name: str, e, fmt=None) -> str:
+    """Glue ``name`` (:func:`effect_text`), ``name_mean``, ``name_low``, ``name_high`` and
+    ``name_verdict`` (the verdict of :mod:`tfx.runs.effects`); returns the text."""
+    text = effect_text(e, fmt)
+    glue(name, text)
+    glue(f"{name}_mean", float(e.mean))
+    glue(f"{name}_low", float(e.low))
+    glue(f"{name}_high", float(e.high))
+    glue(f"{name}_verdict", e.verdict)
+    return text
+
+
+def effects_table(items, fmt=None) -> str:
+    """A GFM table of paired effects, one row per ``(label, Effect)``: the mean difference, its
+    95 % interval, how many seeds lie on the predicted side, and the verdict."""
+    fmt = fmt or _Signed
+    rows = ["| comparison | mean difference | 95 % interval | seeds on the predicted side | verdict |",
+            "|---|---|---|---|---|"]
+    for label, e in items:
+        ci = (f"{fmt.format(e.low)} to {fmt.format(e.high)}" if math.isfinite(e.low) else "—")
+        side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
+        unit = f" {e.unit}" if e.unit else ""
+        rows.append(f"| {label} | {fmt.format(e.mean)}{unit} | {ci} | {e.agreeing} of {e.n} "
+                    f"({side}) | {e.verdict} |")
+    return "\n".join(rows)
+
+
+def outcomes_table(records, axis: str, variants, lr_of: dict) -> str:
+    """A GFM table: each variant of ``axis`` at the learning rate ``lr_of[variant]``, the
+    outcome of every seed there (:mod:`tfx.runs.outcome`) and the median held-out loss."""
+    rows = [f"| {axis} | rate | outcomes of the seeds | median held-out loss at the end (nats) |",
+            "|---|---|---|---|"]
+    for v in variants:
+        s = outcome.summarize(results.select(records, **{axis: v, "lr": lr_of[v]}))
+        counts = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
+        med = "—" if math.isnan(s["median"]) else f"{s['median']:.3f}"
+        rows.append(f"| {v} | {lr_of[v]} | {counts} | {med} |")
+    return "\n".join(rows)
+
+
+# ------------------------------------------------------------------ figures
+def glue_figure(name: str, fig):
+    """Glue ``fig`` as ``name`` without showing it (the page pastes it with a numbered, captioned
+    ``{glue:figure}``) and close it; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+    return fig
+
+
+def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""):
+    """Held-out loss at the end against the learning rate, one panel per entry of ``groups``
+    (``{panel title: [variants of axis]}``), every seed thin and the median bold. A panel whose
+    losses reach ``LOG_ABOVE`` times the chance loss gets a log y axis; the y axis never goes
+    below 0. A
+    diverged run has no final loss: it is marked × at the top of its panel, at its rate (the
+    legend says so). Chance dotted. Returns the figure."""
+    fig, axes = figure(P, ncols=len(groups), width=min(5.0 * len(groups) + 0.6, 9.6), height=4.0)
+    axes = np.atleast_1d(axes)
+    chance = records[0].history.chance_loss
+    for ax, (panel, variants) in zip(axes, groups.items()):
+        finite, any_diverged = [chance], False
+        for v in variants:
+            c = colors.get(v, "#333333")
+            mine = results.select(records, **{axis: v})
+            curves = sensitivity.curves(mine)
+            for lrs, vals in curves.values():
+                ax.plot(lrs, vals, "-", color=c, lw=0.8, alpha=0.45)
+                finite += [x for x in vals if math.isfinite(x)]
+                gone = [lr for lr, x in zip(lrs, vals) if not math.isfinite(x)]
+                if gone:
+                    any_diverged = True
+                    ax.plot(gone, [0.96] * len(gone), color=c, transform=ax.get_xaxis_transform(),
+                            clip_on=False, **DIVERGED_MARK)
+            if curves:
+                lrs, med = sensitivity.median_curve(mine)
+                ax.plot(lrs, med, "-o", color=c, lw=2, ms=4, label=v)
+        ax.axhline(chance, color="0.5", ls=":", lw=1, label="chance")
+        pos = [x for x in finite if x > 0]
+        if max(finite) > LOG_ABOVE * chance:
+            ax.set_yscale("log")
+            ax.set_ylim(min(pos) / 2, max(pos) * 3)
+        else:
+            ax.set_ylim(0, max(finite) * 1.15)
+        if any_diverged:
+            ax.plot([], [], color="#333333", label="× diverged (no final loss)", **DIVERGED_MARK)
+        ax.set_xscale("log")
+        ax.set(xlabel="learning rate", ylabel="held-out loss at the end (nats)")
+        ax.set_title(panel, fontsize=10)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _reach(e) -> float:
+    vals = [abs(x) for x in (*e.diffs.values(), e.low, e.high, e.mean) if math.isfinite(x)]
+    return max(vals) if vals else 0.0
+
+
+def split_rows(items, factor: float = SPLIT_FACTOR):
+    """(wide, narrow): the forest rows whose reach (largest |value| of a seed, the mean or the
+    interval) exceeds ``factor`` times the median reach, and the others, in their order."""
+    items = list(items)
+    reach = [_reach(e) for _, e in items]
+    med = float(np.median(reach)) if reach else 0.0
+    wide = [it for it, r in zip(items, reach) if med > 0 and r > factor * med]
+    return wide, [it for it in items if it not in wide]
+
+
+def forest_figure(P, items, title: str = "", xlabel: str = "paired difference (nats)"):
+    """A forest plot of paired effects (:func:`tfx.book.plot.effects_plot`). Rows far wider
+    than the others (:func:`split_rows`) are drawn in a panel of their own above, with its own
+    scale, so that one extreme row does not squash the rest. Returns the figure."""
+    wide, narrow = split_rows(items)
+    if not wide:
+        fig, ax = figure(P, width=8, height=0.5 * len(narrow) + 1.6)
+        effects_plot(ax, narrow, title=title, xlabel=xlabel)
+        return fig
+    fig, (top, bottom) = figure(P, nrows=2, width=8, height=0.5 * len(items) + 2.8,
+                                gridspec_kw={"height_ratios": [len(wide) + 0.6, len(narrow) + 0.6]})
+    effects_plot(top, wide, title=(title + "\n" if title else "")
+                 + "rows on a wider scale (their own panel)", xlabel="")
+    effects_plot(bottom, narrow, title="the other rows, on a scale that shows them", xlabel=xlabel)
+    return fig
+
+
+# ------------------------------------------------------------------ explorers
+def _thin(xs, ys, n: int):
+    xs, ys = np.asarray(xs), np.asarray(ys)
+    if len(xs) <= n:
+        return xs, ys
+    keep = np.unique(np.r_[np.linspace(0, len(xs) - 1, n).astype(int)])
+    return xs[keep], ys[keep]
+
+
+def sweep_explorer(records, experiment, profile: str, axis: str, default: dict | None = None,
+                   title: str = "", points: int = EXPLORER_POINTS) -> Explorer:
+    """Chapters 8 and 9: the cells of a recorded learning-rate sweep (``experiments/t-fixup``:
+    ``axis="scheme"``; ``experiments/lipschitz``: ``axis="init"``), one control for ``axis``
+    and one for the learning rate. Panels, every seed: the training loss (thinned to
+    ``points`` points per seed; chance dashed, each seed's outcome above it) and the held-out
+    loss at each evaluation (the level a run must reach to have learned faint)."""
+    axes = grid_axes(experiment, profile, (axis, "lr"))
+
+    def compute(**cell):
+        recs = results.select(records, **cell)
+        where = ", ".join(f"{a} = {v}" for a, v in cell.items())
+        panels = cell_panels(recs, ("loss", "eval_loss"), where=f"{where} ({profile} profile)")
+        panels[0].lines = {k: (_thin(*xy, points) if k.startswith("seed") else xy)
+                           for k, xy in panels[0].lines.items()}
+        return panels
+
+    return Explorer(axes, compute, default=default, title=title, P=_stamp(records, profile),
+                    labels={"lr": "learning rate"})
+
+
+# ------------------------------------------------------------------ chapter 8: T-Fixup
+def glue_tfixup_depth_check(lhs: dict, fits: dict, depths) -> None:
+    """Glue the left side of TF-1 across depth (``bounds.tfixup_lhs_sweep`` for m =
+    "embedding" and "input", and their log-log fits ``{(m, init, stack): (slope, ...)}``)."""
+    for stack in ("encoder", "decoder"):
+        r = lhs["embedding"]["t-fixup"][stack]
+        glue(f"tf_slope_{stack}", fits["embedding", "t-fixup", stack][0])
+        glue(f"tf_Llhs_min_{stack}", float((r["L"] * r["lhs"]).min()))
+        glue(f"tf_Llhs_max_{stack}", float((r["L"] * r["lhs"]).max()))
+        glue(f"tf_xavier_slope_{stack}", fits["embedding", "xavier", stack][0])
+        glue(f"tf_xavier_lhs_{stack}", float(lhs["embedding"]["xavier"][stack]["lhs"].mean()))
+        glue(f"tf_input_slope_{stack}", fits["input", "t-fixup", stack][0])
+    glue("tf_depth_min", int(depths[0]))
+    glue("tf_depth_max", int(depths[-1]))
+
+
+def tfixup_lhs_figure(P, lhs: dict, fits: dict):
+    """Chapter 8, TF-1 across depth: the left side against L on log-log axes, for T-Fixup and
+    Xavier, encoder (filled) and decoder (open), with 1/L dotted; left with m the scaled
+    token embeddings, right with m the measured value input."""
+    from .plot import log_ticks
+
+    fig, axes = figure(P, ncols=2, width=10)
+    for ax, m_kind in zip(axes, ("embedding", "input")):
+        for init in ("t-fixup", "xavier"):
+            for stack, marker in (("encoder", "o"), ("decoder", "s")):
+                r = lhs[m_kind][init][stack]
+                ax.loglog(r["L"], r["lhs"], marker + "-",
+                          color=color("t-fixup" if init == "t-fixup" else "none"),
+                          mfc="white" if stack == "decoder" else None,
+                          label=f"{init}, {stack} (slope {fits[m_kind, init, stack][0]:.2f})")
+        L_all = np.unique(np.concatenate([lhs[m_kind]["t-fixup"][s]["L"] for s in ("encoder", "decoder")]))
+        ax.loglog(L_all, 1 / L_all, ":", color="#444444", label="1/L")
+        ticks = [int(L_all[0])]
+        for L in L_all[1:]:
+            if L >= 1.3 * ticks[-1]:  # keep the labels apart on a log axis
+                ticks.append(int(L))
+        log_ticks(ax, ticks)
+        ax.set_xlabel("residual sub-layers L")
+        ax.set_ylabel("left side of TF-1 (mean over attention blocks)")
+        ax.set_title("m = scaled token embeddings" if m_kind == "embedding"
+                     else "m = measured value input", fontsize=10)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def geo_mean_rows(vals):
+    """Geometric mean over seeds at each depth, of the seeds whose value is finite and > 0."""
+    out = []
+    for row in np.asarray(vals, dtype=float):
+        ok = row[np.isfinite(row) & (row > 0)]
+        out.append(np.exp(np.log(ok).mean()) if ok.size else np.nan)
+    return np.array(out)
+
+
+def output_change_figure(P, oc: dict, names: dict, items):
+    """Chapter 8, TF-1's aim: left, ‖ΔF‖² after one Adam step against depth (every seed thin,
+    the geometric mean bold) for each scheme of ``names`` ({key of oc: label}); right, the
+    forest plot of the depth-exponent effects ``items``."""
+    from .plot import log_ticks
+
+    fig, (a, b) = figure(P, ncols=2, width=9.6, height=3.8)
+    for key, name in names.items():
+        c = color({"xavier": "none"}.get(key, key))
+        vals = oc[key]
+        for s in range(vals.shape[1]):
+            a.loglog(oc["depths"], vals[:, s], "-", color=c, lw=0.7, alpha=0.45)
+        a.loglog(oc["depths"], geo_mean_rows(vals), "o-", color=c, lw=2, label=name)
+    log_ticks(a, [int(n) for n in oc["depths"]])
+    a.set(xlabel="layers N (encoder)", ylabel="‖ΔF‖² after one Adam step (lr 1e-5)")
+    a.set_title("every seed thin, geometric mean bold", fontsize=10)
+    a.legend(fontsize=7)
+    effects_plot(b, items, title="depth exponent: T-Fixup's against …",
+                 xlabel="difference of depth exponents")
+    return fig
+
+
+def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
+    """Glue the facts of the T-Fixup sweep (``experiments/t-fixup``) the text states and return
+    ``{scheme: BestRate}``, each scheme's own best rate (:func:`tfx.runs.effects.best_rate`)."""
+    from ..nn import constants
+    from ..runs import effects
+
+    schemes = [n for n, _ in exp.grid(profile)["scheme"]]
+    r0 = recs[0]
+    n_layers = r0.config.n_enc
+    glue("tf_runs", len(recs))
+    glue("tf_seeds", len({r.seed for r in recs}))
+    glue("tf_steps", r0.train_config.steps)
+    glue("tf_deep", n_layers)
+    glue("tf_width", r0.config.d_model)
+    glue("tf_chance", r0.history.chance_loss)
+    glue("tf_warmup", results.select(recs, scheme="Post-LN, warmup")[0].train_config.warmup)
+    factor = constants.tfixup_scale_factors(n_layers, 0)["encoder"]["weights"]
+    glue("tf_factor", factor)
+    glue("tf_rel_step", 1 / factor)
+    best = {s: effects.best_rate(recs, scheme=s) for s in schemes}
+    for s, key in (("T-Fixup", "tfixup"), ("Xavier, no LN", "xavier"), ("Post-LN", "post"),
+                   ("Post-LN, warmup", "postwarm"), ("Pre-LN", "pre")):
+        glue(f"tf_best_{key}", best[s].variant)
+    return best
+
+
+def largest_rise(history) -> float:
+    """The largest rise of a run's training loss above its own running minimum (nats): the
+    size of its worst loss spike."""
+    loss = np.asarray(history.loss, dtype=float)
+    return float(np.max(loss - np.minimum.accumulate(loss)))
+
+
+# ------------------------------------------------------------------ chapter 9: Lipschitz
+def glue_v1_scales(scales: dict) -> None:
+    """Glue ``bounds.v1_residual_scales`` of the Xavier and the Lipschitz v1 models
+    (``{init: {stack: {...}}}``): σ, w/σ and the share of the embedding carried to the top."""
+    for init, sc in scales.items():
+        for stack, r in sc.items():
+            glue(f"lp_sigma_mean_{init}_{stack}", float(r["sigma"].mean()))
+            glue(f"lp_sigma_max_{init}_{stack}", float(r["sigma"].max()))
+            glue(f"lp_sigma_first_{init}_{stack}", float(r["sigma"][0]))
+            glue(f"lp_ratio_mean_{init}_{stack}", float(r["w_over_sigma"].mean()))
+            glue(f"lp_carried_{init}_{stack}", float(r["carried"][-1]))
+            glue(f"lp_n_le1_{init}_{stack}", int((r["sigma"] <= 1).sum()))
+            if init == "xavier":  # the same count for both inits: glued once
+                glue(f"lp_n_sub_{stack}", len(r["sigma"]))
+            glue(f"lp_range_{init}_{stack}", float(r["range"].mean()))
+    glue("lp_carried_ratio", scales["lipschitz"]["encoder"]["carried"][-1]
+         / scales["xavier"]["encoder"]["carried"][-1])
+
+
+def v1_scales_figure(P, scales: dict, depth: int):
+    """Chapter 9, LP-1: σ at every sub-layer of a v1 model at initialisation (left, σ = 1
+    dotted) and the share of the embedding carried, ∏ w/σ (right, log), Xavier and Lipschitz."""
+    fig, axes = figure(P, ncols=2, width=10)
+    for init in ("xavier", "lipschitz"):
+        for stack, ls in (("encoder", "-"), ("decoder", "--")):
+            r = scales[init][stack]
+            i = np.arange(1, len(r["sigma"]) + 1)
+            c = color("lipschitz") if init == "lipschitz" else color("post")
+            axes[0].plot(i, r["sigma"], ls, color=c, marker=".", label=f"{init}, {stack}")
+            axes[1].semilogy(i, r["carried"], ls, color=c, label=f"{init}, {stack}")
+    axes[0].axhline(1, color="#444444", lw=1, ls=":", label="σ = 1 (Xu et al.'s target: σ ≤ 1)")
+    axes[0].set_ylim(bottom=0)
+    axes[0].set_ylabel("σ = std(in_res + in_model)")
+    axes[1].set_ylabel("∏ w/σ: share of the embedding carried")
+    for ax in axes:
+        ax.set_xlabel("residual sub-layer i")
+        ax.legend(fontsize=7)
+    axes[0].set_title(f"v1 (Post-LN), {depth}+{depth} layers, at init", fontsize=10)
+    axes[1].set_title("the carried residual, compounded", fontsize=10)
+    return fig
+
+
+def interval_std_table(mc: dict, intervals, names) -> str:
+    """A GFM table of σ/(b − a) for each distribution (rows) on each interval (columns), from
+    ``bounds.std_on_interval_monte_carlo``."""
+    head = "| distribution | " + " | ".join(f"[{a:g}, {b:g}]" for a, b in intervals) + " |"
+    rows = [head, "|---|" + "---|" * len(intervals)]
+    for name in names:
+        rows.append(f"| {name} | " + " | ".join(f"{mc[iv][name]['over_paper']:.4f}" for iv in intervals)
+                    + " |")
+    return "\n".join(rows)
+
+
+def interval_std_figure(P, rand, mc0: dict, names):
+    """Chapter 9, LP-2: the histogram of σ/(b − a) over random discrete distributions, the six
+    Monte Carlo distributions as lines, Popoviciu's bound ½ and Xu et al.'s 1."""
+    fig, ax = figure(P, width=7)
+    ax.hist(rand, bins=60, color=color("lipschitz"), alpha=0.7, label="random discrete distributions")
+    for k, name in enumerate(names):
+        ax.axvline(mc0[name]["over_paper"], color=f"C{k}", lw=1.2, label=name)
+    ax.axvline(0.5, color="#444444", ls="--", lw=1.5, label="Popoviciu: (b − a)/2")
+    ax.axvline(1.0, color="#d62728", ls=":", lw=1.5, label="Xu et al.: b − a")
+    ax.set(xlabel="σ / (b − a)", ylabel="count", xlim=(0, 1.05))
+    ax.legend(fontsize=7)
+    return fig
+
+
+def glue_lipschitz_sweep(recs, exp, profile: str) -> dict:
+    """Glue the facts of the Lipschitz sweep (``experiments/lipschitz``) and return
+    ``{init: BestRate}``, each initialisation's own best rate."""
+    from ..runs import effects
+
+    inits = [n for n, _ in exp.grid(profile)["init"]]
+    r0 = recs[0]
+    glue("lp3_runs", len(recs))
+    glue("lp3_seeds", len({r.seed for r in recs}))
+    glue("lp3_steps", r0.train_config.steps)
+    glue("lp3_deep", r0.config.n_enc)
+    glue("lp3_width", r0.config.d_model)
+    glue("lp3_chance", r0.history.chance_loss)
+    glue("lp3_warmup", results.select(recs, init="Xavier, warmup")[0].train_config.warmup)
+    best = {i: effects.best_rate(recs, init=i) for i in inits}
+    for i, key in zip(inits, ("lip", "lin", "xav", "xavwarm")):
+        glue(f"lp3_best_{key}", best[i].variant)
+        glue(f"lp3_outcomes_{key}", outcome.describe(results.select(recs, init=i, lr=best[i].variant)))
+    return best
+
+
+# ------------------------------------------------------------------ chapter 10: ReZero, DeepNorm
+def stream_drift(model, batch, stack: str = "encoder"):
+    """‖x_i − x_0‖ / ‖x_0‖ for the stream leaving each sub-layer of ``stack`` (the last one: the
+    stack's output), averaged over tokens: how far the stream is from its input."""
+    import torch
+
+    from ..nn import hooks
+
+    with torch.no_grad():
+        with hooks.record_branches(model) as rec:
+            model.eval()
+            model.loss(batch)
+        r = rec[stack]
+        x0 = r[0]["x"]
+        outs = [r[k + 1]["x"] for k in range(len(r) - 1)] + [model.encoder(model.src_embed(batch.src))]
+        return np.array([float(((o - x0).norm(dim=-1) / x0.norm(dim=-1)).mean()) for o in outs])
+
+
+def rezero_figure(P, drifts: dict, alpha_grad: dict, branch_grad: float, depth: int):
+    """Chapter 10, RZ-1: left, each scheme's stream drift at initialisation (``{scheme:
+    stream_drift}``); right, ReZero's |∂L/∂α_i| per sub-layer of each stack, with the largest
+    branch-weight gradient dotted."""
+    from .plot import LABELS
+
+    fig, (a, b) = figure(P, ncols=2, width=10)
+    for s, d in drifts.items():
+        a.plot(np.arange(1, len(d) + 1), d, "o-", ms=3, color=color(s), label=LABELS[s])
+    a.set(xlabel="encoder sub-layer i", ylabel="‖x_i − x_0‖ / ‖x_0‖")
+    a.set_title("how far the stream is from the input, at init", fontsize=10)
+    a.legend(fontsize=8)
+    for s, mk in (("encoder", "o"), ("decoder", "s")):
+        g = alpha_grad[s]
+        b.plot(np.arange(1, len(g) + 1), g, mk + "-", ms=4, color=color("rezero"),
+               alpha=0.5 if s == "encoder" else 1, label=f"|∂L/∂α_i|, {s}")
+    b.axhline(branch_grad, ls=":", color="#444444", lw=1,
+              label=f"largest branch-weight gradient: {branch_grad:.1g}")
+    b.set(xlabel="sub-layer i (bottom → top)", ylabel="gradient norm")
+    b.set_title(f"ReZero, {depth}+{depth} layers: who gets a gradient at step 1", fontsize=10)
+    b.legend(fontsize=8)
+    return fig
+
+
+def deepnorm_constants_table(pairs) -> tuple[str, dict]:
+    """DeepNorm's constants under both conventions (``constants.deepnorm_constants``) for each
+    ``(N, M)`` of ``pairs``: a GFM table with α, κ (the code's ``beta``) of the paper and of
+    torchscale, and the balance 2α²κ² of each; and the encoder row of the first
+    encoder–decoder pair (where the conventions differ) as a dict."""
+    from ..nn import constants
+    from ..theory import scaling
+
+    rows = ["| N | M | stack | α | κ, paper | κ, torchscale | 2α²κ², paper | 2α²κ², torchscale |",
+            "|---|---|---|---|---|---|---|---|"]
+    enc = None
+    for N, M in pairs:
+        c = {conv: constants.deepnorm_constants(N, M, conv) for conv in constants.DEEPNORM_CONVENTIONS}
+        for stack in c["paper"]:
+            a, kp, kt = c["paper"][stack]["alpha"], c["paper"][stack]["beta"], c["torchscale"][stack]["beta"]
+            bp, bt = float(scaling.deepnorm_balance(a, kp)), float(scaling.deepnorm_balance(a, kt))
+            rows.append(f"| {N} | {M} | {stack} | {a:.3f} | {kp:.4f} | {kt:.4f} | {bp:.3f} | {bt:.3f} |")
+            if enc is None and stack == "encoder" and M > 0:
+                enc = {"alpha": a, "kappa_paper": kp, "kappa_torchscale": kt,
+                       "balance_paper": bp, "balance_torchscale": bt}
+    return "\n".join(rows), enc
+
+
+def diagnostics_figure(P, diag, schemes, depth: int):
+    """Chapter 10: the init-time diagnostics of ``scaling.init_diagnostics_grid``. Left and
+    middle, the relative output change under a random perturbation and after one Adam step
+    against depth; right, the relative gradient norm of every decoder sub-layer at ``depth``.
+    One legend names every scheme (the colours are the same in the three panels)."""
+    from ..theory import scaling
+    from .plot import LABELS
+
+    fig, axes = figure(P, ncols=3, width=9.6, height=4.0)
+    for ax, (attr, title) in zip(axes[:2], (("rel_out_change", "‖ΔF‖² / ‖F‖², random δ"),
+                                            ("rel_out_change_adam", "‖ΔF‖² / ‖F‖², one Adam step"))):
+        for s in schemes:
+            ns, y = scaling.grid_mean(diag, s, attr)
+            ax.plot(ns, np.maximum(y, 1e-9), "o-", ms=4, color=color(s), label=LABELS[s])
+        ax.set_yscale("log")
+        ax.set_xlabel("layers N (encoder and decoder)")
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("relative output change (0 drawn at 1e-9)")
+    c = axes[2]
+    for s in schemes:
+        g = np.maximum(diag[s, depth][0].grad["decoder"], 1e-5)
+        c.semilogy(np.arange(1, len(g) + 1), g, "-", color=color(s), lw=1.2, label=LABELS[s])
+    c.set(xlabel="decoder sub-layer i (bottom → top)", ylabel="relative ‖∂L/∂x_i‖")
+    c.set_title(f"decoder gradients at N = {depth}", fontsize=10)
+    c.legend(fontsize=7)
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def dependency_heatmaps(P, diag, depth: int, schemes=("post", "pre", "admin", "rezero", "deepnorm")):
+    """Chapter 10: the encoder's layer dependency β_{i,j} at initialisation, one heat map per
+    scheme of ``schemes`` at ``depth``, on a 3 × 2 grid."""
+    from .plot import LABELS, heatmap
+
+    fig, axes = figure(P, ncols=3, nrows=2, width=10, height=6.2)
+    axes.flat[-1].set_axis_off()
+    for ax, s in zip(axes.flat, schemes):
+        heatmap(ax, diag[s, depth][0].beta, title=LABELS[s], xlabel="branch j", ylabel="sub-layer i",
+                vmin=0, vmax=1)
+    return fig
+
+
+def glue_diagnostics(diag, schemes, depths) -> dict:
+    """Glue the init-time diagnostics at the largest depth (``dg_<scheme>_rel``, ``_adam``,
+    ``_sb``, ``_dec``) and the ratios and growths the text and the claims page state (of
+    Post-LN and Pre-LN against DeepNorm: ``schemes`` must hold all three); returns
+    ``{scheme: Diagnostics}`` at that depth."""
+    from ..theory import scaling
+
+    missing = [s for s in ("post", "pre", "deepnorm") if s not in schemes]
+    if missing:
+        raise ValueError(f"schemes: the ratios need {', '.join(missing)} (given: {', '.join(schemes)})")
+    top = depths[-1]
+    table = {s: diag[s, top][0] for s in schemes}
+    for s, d in table.items():
+        key = s.replace("-", "_")
+        glue(f"dg_{key}_rel", d.rel_out_change)
+        glue(f"dg_{key}_adam", d.rel_out_change_adam)
+        glue(f"dg_{key}_sb", d.sum_beta_diag_sq)
+        glue(f"dg_{key}_dec", d.grad_spread["decoder"])
+    glue("dg_depth", top)
+    glue("dg_depth_min", depths[0])
+    glue("dg_post_over_dn", table["post"].rel_out_change_adam / table["deepnorm"].rel_out_change_adam)
+    glue("dg_pre_over_dn", table["pre"].rel_out_change_adam / table["deepnorm"].rel_out_change_adam)
+    _, y = scaling.grid_mean(diag, "deepnorm", "rel_out_change")
+    _, yp = scaling.grid_mean(diag, "post", "rel_out_change")
+    glue("dg_dn_random_growth", float(y[-1] / y[0]))
+    glue("dg_post_random_growth", float(yp[-1] / yp[0]))
+    glue("dg_dn_trend", "falls" if y[-1] < y[0] else "grows")
+    glue("dg_post_trend", "grows" if yp[-1] > yp[0] else "falls")
+    return table
+
+
+def diagnostics_table(table: dict) -> str:
+    """A GFM table of the init-time diagnostics at one depth, one row per scheme."""
+    from .plot import LABELS
+
+    rows = ["| scheme | rel. ‖ΔF‖², random δ | rel. ‖ΔF‖², one Adam step | Σβ²_ii | decoder gradient, "
+            "bottom/top |", "|---|---|---|---|---|"]
+    for s, d in table.items():
+        rows.append(f"| {LABELS[s]} | {d.rel_out_change:.3g} | {d.rel_out_change_adam:.3g} | "
+                    f"{d.sum_beta_diag_sq:.2f} | {d.grad_spread['decoder']:.3g} |")
+    return "\n".join(rows)
+
+
+def label_effect(records, a: str, b: str, expect: str):
+    """The paired effect (:func:`tfx.runs.effects.paired`) on the held-out loss at the end of
+    the runs labelled ``a`` against those labelled ``b`` (records of ``sweep.run_grid``)."""
+    from ..runs import effects
+    from ..runs.sweep import by_label
+
+    groups = by_label(records)
+    for name in (a, b):
+        if name not in groups:
+            raise ValueError(f"label {name!r}: no such runs (labels: {', '.join(groups)})")
+    vals = {name: {r.seed: effects.end_loss(r) for r in groups[name]} for name in (a, b)}
+    return effects.paired(vals[a], vals[b], expect, a, b)
+
+
+def training_figure(P, records, schemes: dict, task_name: str, depth: int, lr: float, steps: int):
+    """Chapter 10's training check: left, the training loss of seed 0 of each scheme
+    (``{key: label}``; smoothed over 5 steps, chance dotted); right, every seed's held-out loss
+    at the end per scheme, chance dotted, with a legend."""
+    from ..runs.sweep import by_label, histories
+    from .plot import loss_curves
+
+    fig, (a, b) = figure(P, ncols=2, width=9.6, height=3.8)
+    loss_curves(a, histories(records), smooth=5)
+    a.set_title(f"{task_name}: {depth}+{depth} layers, lr {lr:g}, no warmup (seed 0)", fontsize=9)
+    groups = by_label(records)
+    for k, (key, label) in enumerate(schemes.items()):
+        s = outcome.summarize(groups[label])
+        b.plot([k] * s["n"], s["losses"], "o", color=color(key), ms=6, alpha=0.8, label=label)
+    b.axhline(records[0].history.chance_loss, ls=":", color="#444444", lw=1, label="chance")
+    b.set_xticks(range(len(schemes)), list(schemes.values()), fontsize=8)
+    b.set_ylim(bottom=0)
+    b.set_ylabel(f"held-out loss after {steps} steps")
+    b.set_title("every seed", fontsize=9)
+    b.legend(fontsize=7)
+    return fig
+
+
+def outcomes_by_label(records) -> str:
+    """A GFM table of ``sweep.run_grid`` records: per label, each seed's held-out loss at the end
+    and outcome (:mod:`tfx.runs.outcome`), and the counts."""
+    from ..runs.sweep import by_label
+
+    rows = ["| scheme | held-out loss at the end, per seed (nats) | outcomes |", "|---|---|---|"]
+    for label, recs in by_label(records).items():
+        s = outcome.summarize(recs)
+        losses = " / ".join("diverged" if v == "diverged" else f"{x:.2f}"
+                            for v, x in zip(s["verdicts"], s["losses"]))
+        counts = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
+        rows.append(f"| {label} | {losses} | {counts} |")
+    return "\n".join(rows)
+
+
+def convention_effect(records, label: str, task, convention: str = "torchscale"):
+    """Chapter 10's third exercise: train the DeepNorm runs labelled ``label`` (records of
+    ``sweep.run_grid``) again, same configs and seeds, with the encoder κ_e of ``convention``
+    (``scaling.use_deepnorm_convention_``). Returns the paired effect on the held-out loss at
+    the end (``convention`` − paper) and the outcomes of the new runs."""
+    from types import SimpleNamespace
+
+    from ..runs import effects
+    from ..runs.sweep import build_for_run, by_label
+    from ..runs.train import train
+    from ..theory import scaling
+
+    paper = by_label(records)[label]
+    new = {}
+    for r in paper:
+        tc = r.train_config
+        model = build_for_run(r.config, task, tc, None)
+        scaling.use_deepnorm_convention_(model, convention)
+        new[r.seed] = SimpleNamespace(history=train(model, task, tc))
+    e = effects.paired({s: effects.end_loss(run) for s, run in new.items()},
+                       {r.seed: effects.end_loss(r) for r in paper}, "lower",
+                       f"DeepNorm, {convention}", label)
+    return e, [outcome.judge(run).verdict for run in new.values()]

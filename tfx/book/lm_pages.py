@@ -1,0 +1,1007 @@
+"""The bookkeeping of the language-model chapters (13, 14, 15 and 15b), out of the page.
+
+A chapter keeps in view the code a reader learns from: a model built, a probe called, a
+sweep loaded, a claim's comparisons evaluated. What turns those results into a page — the
+glued numbers, the tables of per-seed values, the figures' drawing code, the verdict
+strings for the claims page — lives here, one function per job, so that it is tested
+(``tests/book/test_lm_pages.py``) and the chapter reads like a book::
+
+    lm1 = evidence.evaluate("LM-1", CPU, load=lambda *_: lrecs)
+    glue("lm1-evidence", lm_pages.evidence_table(lm1))   # a table, not a verdict string
+
+Nothing here decides whether a run learned (:mod:`tfx.runs.outcome` does) or whether a
+claim reproduces (:mod:`tfx.book.evidence` does); these functions only lay out what those
+modules say.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runs import outcome, results, sensitivity, traces
+from . import evidence
+from .claims import glue_status, status_of
+from .notebook import glue
+from .plot import ARCH_COLORS, FIX_COLORS, effects_plot, figure, lr_curves
+
+
+def md(text: str):
+    """A Markdown object where IPython is present (a glued table renders), else the text."""
+    try:
+        from IPython.display import Markdown
+    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
+        return text
+    return Markdown(text)
+
+
+def fmt(values, spec: str = "{:.2f}") -> str:
+    """'1.0, 2.5, 3.1': values joined with one format."""
+    return ", ".join(spec.format(v) for v in values)
+
+
+def median(values) -> float:
+    return float(np.median(list(values)))
+
+
+# ------------------------------------------------------------------------ shared tables
+
+
+def evidence_rows(pairs) -> str:
+    """A Markdown table of a claim's paired comparisons ``[(Comparison, Effect), …]``: what
+    each compares, the mean difference with its 95 % interval, the seeds, and the verdict."""
+    lines = ["| comparison | difference (95 % interval) | seeds | verdict |",
+             "|---|---|---|---|"]
+    for c, e in pairs:
+        ci = (f"{e.low:+.2f} to {e.high:+.2f}" if math.isfinite(e.low) else "no interval")
+        few = " (fewer than 5)" if not e.enough_seeds else ""
+        lines.append(f"| {c.says} | {e.mean:+.2f} {e.unit} ({ci}) | {e.n}{few} | {e.verdict} |")
+    return "\n".join(lines)
+
+
+def evidence_table(pairs):
+    """:func:`evidence_rows` as Markdown to glue (``{glue:md}`` pastes a real table)."""
+    return md(evidence_rows(pairs))
+
+
+def seed_table(rows: dict, first: str = "", spec: str = "{:.2f}") -> str:
+    """A Markdown table with one row per entry of ``rows`` (``{label: {seed: value}}`` or
+    ``{label: [values in seed order]}``) and one column per seed."""
+    rows = {k: (v if isinstance(v, dict) else dict(enumerate(v))) for k, v in rows.items()}
+    seeds = sorted({s for v in rows.values() for s in v})
+    lines = [f"| {first} | " + " | ".join(f"seed {s}" for s in seeds) + " |",
+             "|---|" + "---|" * len(seeds)]
+    for label, per_seed in rows.items():
+        cells = [spec.format(per_seed[s]) if s in per_seed else "–" for s in seeds]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def outcome_counts(recs) -> str:
+    """'learned 15, still learning 16, did not learn 17 of 48 runs' (:mod:`tfx.runs.outcome`)."""
+    s = outcome.summarize(recs)
+    return ", ".join(f"{k} {n}" for k, n in s["counts"].items() if n) + f" of {s['n']} runs"
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue a figure for ``{glue:figure}`` and close it (it is shown where it is pasted)."""
+    import matplotlib.pyplot as plt
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+def gpu_section(rs, rows: str, cols: str, key: str):
+    """A chapter's GPU half from its ``full``-profile records ``rs``: glue ``key`` (one
+    sentence: in, or not yet in) and return the Markdown of the records (provenance and a
+    table per variant of the first axis that is neither ``rows`` nor ``cols``), or None
+    while there are none."""
+    if not rs:
+        glue(key, "The GPU runs of this sweep are not in yet; the box at the end of the page "
+                  "says how to run them.")
+        return None
+    glue(key, "The same sweep at the GPU's size (the full profile):")
+    other = [a for a in rs[0].point if a not in (rows, cols)]
+    parts = [results.provenance(rs)]
+    groups = sorted({r.point[other[0]] for r in rs}) if other else [None]
+    for g in groups:
+        sel = results.select(rs, **{other[0]: g}) if g is not None else rs
+        head = f"{other[0]} **{g}**\n\n" if g is not None else ""
+        parts.append(head + results.table(sel, rows=rows, cols=cols))
+    return md("\n\n".join(parts))
+
+
+# ------------------------------------------------------------ chapter 13: a decoder-only LM
+
+
+def glue_lm_task(task) -> None:
+    """Glue the size of the LM's corpus (``lm-sentences``, ``lm-valid``, ``lm-vocab``), its
+    chance loss and the uniform guess ln V."""
+    glue("lm-sentences", f"{task.size('train'):,}")
+    glue("lm-valid", f"{task.size('valid'):,}")
+    glue("lm-vocab", f"{task.tgt_vocab:,}")
+    glue("lm-chance", task.chance_loss)
+    glue("lm-uniform", float(np.log(task.tgt_vocab)))
+
+
+def lm_init_figure(P, at_init: dict, depths):
+    """Σβ²_ii and the output change against depth, solid for the LM, dashed for the encoder."""
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6,
+                             task="reverse and libreoffice-en")
+    for name, r in at_init.items():
+        ls = "-" if name.startswith("decoder") else "--"
+        for s, label in (("post", "Post-LN"), ("pre", "Pre-LN")):
+            c = ARCH_COLORS[label]
+            ax1.plot(depths, r["sum_beta_sq"][s].mean(1), ls, marker="o", color=c,
+                     label=f"{label}, {name}")
+            ax2.plot(depths, r[s].mean(1), ls, marker="o", color=c)
+    ax1.set(xlabel="layers N", ylabel="Σ_i β²_ii", title="layer dependency at init")
+    ax2.set(xlabel="layers N", ylabel="‖ΔF‖² per token",
+            title="output change at init, random δ")
+    ax1.legend(fontsize=7)
+    return fig
+
+
+def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
+    """Glue chapter 13's init-time numbers (``lm1-*``) and the Σβ² table; True where both
+    kinds of model follow Theorem 2's laws (``change.depth_laws``' ``holds``)."""
+    lm_f, enc_f = fits[lm], fits[enc]
+    beta = at_init[lm]["sum_beta_sq"]
+    glue("lm1-beta-post", fmt(beta["post"].mean(1), "{:.1f}"))
+    glue("lm1-beta-pre", fmt(beta["pre"].mean(1), "{:.1f}"))
+    rows = ["| layers N | " + " | ".join(map(str, depths)) + " |",
+            "|---|" + "---|" * len(depths)]
+    for s, label in (("post", "Post-LN"), ("pre", "Pre-LN")):
+        rows.append(f"| {label}, Σβ²_ii | " + " | ".join(
+            f"{v:.1f}" for v in beta[s].mean(1)) + " |")
+    glue("lm1-beta-table", md("\n".join(rows)))
+    glue("lm1-r2-post", lm_f["r2_post_n"])
+    glue("lm1-r2-post-log", lm_f["r2_post_log"])
+    glue("lm1-r2-pre", lm_f["r2_pre_log"])
+    glue("lm1-ratio", lm_f["ratio"])
+    glue("lm1-enc-r2-post", enc_f["r2_post_n"])
+    glue("lm1-enc-r2-pre", enc_f["r2_pre_log"])
+    glue("lm1-enc-ratio", enc_f["ratio"])
+    glue("lm1-depths", ", ".join(map(str, depths)))
+    glue("lm1-depth-max", depths[-1])
+    if 8 in depths:  # exercise 1: Pre-LN's Σβ²_ii at N = 8 against H_17 − 1
+        glue("ex13-measured", float(beta["pre"].mean(1)[list(depths).index(8)]))
+        glue("ex13-predicted", sum(1 / (i + 1) for i in range(1, 17)))
+    same = all(f["holds"] for f in fits.values())
+    glue("lm1-init-verdict", "behave as in the encoder" if same else
+         "do not both follow the encoder's laws here")
+    return same
+
+
+def glue_lm_sweep(lrecs, lr_names, warmups) -> None:
+    """Glue the size and recipe of ``experiments/lm.toml`` (``lm-*``)."""
+    lh, ltc, lcfg = lrecs[0].history, lrecs[0].train_config, lrecs[0].config
+    glue("lm-layers", lcfg.n_dec)
+    glue("lm-d", lcfg.d_model)
+    glue("lm-steps", ltc.steps)
+    glue("lm-batch", ltc.batch_size)
+    glue("lm-warm", results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup)
+    glue("lm-lrs", ", ".join(lr_names))
+    glue("lm-runs", len(lrecs))
+    glue("lm-minutes", sum(r.wall_time for r in lrecs) / 60 / 2)  # two jobs at once
+    glue("lm-learned-level", outcome.learned_level(lh.chance_loss))
+    glue("lm-seeds", len({r.seed for r in lrecs}))
+    glue("lm-outcomes", outcome_counts(lrecs))
+
+
+def lm_final_tables(lrecs, warmups) -> str:
+    """One table of every seed's held-out loss at the end per warmup (rows placement,
+    columns learning rate)."""
+    return "\n\n".join(f"Warmup **{w}**:\n\n" + results.table(
+        results.select(lrecs, warmup=w), rows="placement", cols="lr") for w in warmups)
+
+
+def lm_sweep_figure(P, lrecs, placements, warmups):
+    """Held-out loss at the end against the learning rate, one panel per warmup."""
+    fig, axes = figure(P, ncols=len(warmups), width=9.4, height=3.6, sharey=True,
+                       task=lrecs[0].task)
+    level = outcome.learned_level(lrecs[0].history.chance_loss)
+    for ax, w in zip(np.atleast_1d(axes), warmups):
+        lr_curves(ax, results.select(lrecs, warmup=w), placements, axis="placement",
+                  title=f"warmup: {w}")
+        ax.axhline(level, color="0.3", ls="--", lw=0.8, label="learned (outcome rule)")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    return fig
+
+
+def lm_effects_figure(P, lm1, task: str):
+    fig, ax = figure(P, width=9.4, height=2.8, task=task)
+    effects_plot(ax, [(f"{e.a} − {e.b}", e) for _, e in lm1],
+                 title="LM-1: held-out loss, paired by seed (dots), mean and 95 % interval",
+                 xlabel="difference in held-out loss at the end (nats)")
+    return fig
+
+
+def warmup_summary(lm1, layers: int) -> str:
+    """One sentence on what warmup did in chapter 13's LM, from LM-1's paired effects (the
+    first: Post-LN without minus with warmup; the last: Post-LN minus Pre-LN, no warmup),
+    with the direction in words and whether the seeds resolve it."""
+    warm, gap = lm1[0][1], lm1[-1][1]
+    did = "lowered" if warm.mean > 0 else "raised"
+    told = ("" if warm.verdict in ("reproduces", "reversed") else
+            f", an amount its {warm.n} seeds cannot tell from zero")
+    side = "above" if gap.mean > 0 else "below"
+    return (f"In the {layers}-layer language model of chapter 13, warmup {did} Post-LN's "
+            f"final held-out loss by {abs(warm.mean):.2f} nats{told} (95 % interval of the "
+            f"difference {warm.low:+.2f} to {warm.high:+.2f}), while without warmup Post-LN "
+            f"ended {abs(gap.mean):.2f} nats {side} Pre-LN (95 % interval {gap.low:+.2f} to "
+            f"{gap.high:+.2f}).")
+
+
+def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str) -> str:
+    """Glue LM-1's evidence table, status (both halves), claims-page line and the one-line
+    warmup summary ``warmup-summary-13``; returns the status."""
+    glue("lm1-evidence", evidence_table(lm1))
+    init_verdict = "reproduces" if same else "not resolved at this scale"
+    lm1_status = status_of([init_verdict] + [e.verdict for _, e in lm1])
+    glue("lm1-status", lm1_status)
+    glue_status("LM-1", lm1_status)
+    init_text = "behave as in the encoder" if same else "differ from the encoder"
+    glue("claim-LM-1", f"at init, β and the output change {init_text} (R² "
+         f"{lm_fit['r2_post_n']:.2f} against N for Post-LN, {lm_fit['r2_pre_log']:.2f} "
+         f"against ln N for Pre-LN); trained: "
+         f"{evidence.describe('LM-1', profile, load=lambda *_: lrecs)}")
+    warm, gap = lm1[0][1], lm1[-1][1]
+    for key, e in (("lm1-warm", warm), ("lm1-gap", gap)):
+        glue(f"{key}-mean", e.mean)
+        glue(f"{key}-ci", f"{e.low:+.2f} to {e.high:+.2f}")
+        glue(f"{key}-verdict", e.verdict)
+        glue(f"{key}-abs", abs(e.mean))
+    glue("lm1-warm-does", "lowered" if warm.mean > 0 else "raised")
+    glue("lm1-contrast-verdict", lm1[1][1].verdict)  # warmup's help to Post-LN minus Pre-LN
+    glue("warmup-summary-13", warmup_summary(lm1, lrecs[0].config.n_dec))
+    post_warm = results.select(lrecs, placement="Post-LN", warmup=warm_name)
+    glue("lm1-post-warm-learned", sum(outcome.learned(r) for r in post_warm))
+    glue("lm1-post-warm-runs", len(post_warm))
+    return lm1_status
+
+
+def lm_stream(P, lrecs, placements, warm: str, lr: str):
+    """The variance of the stream entering each sub-layer, at the first probe (dotted) and
+    at the end, every seed at ``lr`` with warmup ``warm``; glues ``lm-stream-*`` (medians
+    over seeds) and ``lm-stream-table`` (per seed). Returns the figure."""
+    fig, ax = figure(P, width=7.0, height=3.6, task=lrecs[0].task)
+    growth, jumps = {}, {}
+    for p in placements:
+        for r in results.select(lrecs, placement=p, warmup=warm, lr=lr):
+            _, first = traces.stream_profile(r.history, 0)
+            names, last = traces.stream_profile(r.history)
+            growth.setdefault(p, {})[r.seed] = last[-1] / last[0]
+            jumps.setdefault(p, {})[r.seed] = max(
+                (last[k + 1] / last[k], names[k]) for k in range(len(last) - 1))
+            x = np.arange(1, len(last) + 1)
+            ax.plot(x, last, "-o", color=ARCH_COLORS[p], ms=3, lw=1,
+                    label=f"{p}, end" if r.seed == 0 else None)
+            ax.plot(x, first, ":", color=ARCH_COLORS[p], lw=1,
+                    label=f"{p}, step {r.history.probe_step[0]}" if r.seed == 0 else None)
+    ax.set_yscale("log")
+    ax.set(xlabel="sub-layer i (bottom → top)", ylabel="variance of the stream $x_{i-1}$",
+           title=f"the stream entering each sub-layer, lr {lr}, warmup")
+    ax.legend(fontsize=7)
+    glue("lm-stream-lr", lr)
+    glue("lm-stream-post", median(growth["Post-LN"].values()))
+    glue("lm-stream-pre", median(growth["Pre-LN"].values()))
+    glue("lm-stream-jump", median(j for j, _ in jumps["Pre-LN"].values()))
+    glue("lm-stream-where", ", ".join(sorted({n for _, n in jumps["Pre-LN"].values()})))
+    rows = {f"{p}: top ÷ bottom": growth[p] for p in placements}
+    rows["Pre-LN: largest growth across one sub-layer"] = {
+        s: j for s, (j, _) in jumps["Pre-LN"].items()}
+    glue("lm-stream-table", md(seed_table(rows, "variance ratio at the end", "{:.1f}")))
+    return fig
+
+
+# --------------------------------------------------------------- chapter 14: logits that grow
+
+
+def glue_logits_sweep(lrecs, lr_names) -> None:
+    """Glue the size of ``experiments/logits.toml`` (``lg-*``)."""
+    ltc, lcfg = lrecs[0].train_config, lrecs[0].config
+    glue("lg-runs", len(lrecs))
+    glue("lg-minutes", sum(r.wall_time for r in lrecs) / 60)  # recorded one run at a time
+    glue("lg-layers", lcfg.n_dec)
+    glue("lg-d", lcfg.d_model)
+    glue("lg-steps", ltc.steps)
+    glue("lg-seeds", len({r.seed for r in lrecs}))
+    glue("lg-lr-range", f"{lr_names[0]} to {lr_names[-1]}")
+
+
+def logits_lr_figure(P, lrecs, fixes):
+    fig, ax = figure(P, width=7.0, height=4.0, task=lrecs[0].task)
+    lr_curves(ax, lrecs, fixes, axis="fix", colors=FIX_COLORS,
+              title="final held-out loss against the learning rate, every seed")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def sensitivity_summary(recs) -> str:
+    """'0.25 (0.25–0.28)': the LR sensitivity's median over seeds (range)."""
+    s = sensitivity.summarize(recs)
+    return f"{s['median']:.2f} ({s['low']:.2f}–{s['high']:.2f})"
+
+
+def sensitivity_table(lrecs, axis: str, variants) -> str:
+    """One row per variant: LR sensitivity, median (range), and the learning rates at which
+    each seed learned (:func:`tfx.runs.sensitivity.windows`)."""
+    rows = [f"| {axis} | LR sensitivity (nats), median (range) | "
+            "learning rates learned at, per seed |", "|---|---|---|"]
+    for v in variants:
+        recs = results.select(lrecs, **{axis: v})
+        wins = ", ".join(str(w) for w in sensitivity.windows(recs).values())
+        rows.append(f"| {v} | {sensitivity_summary(recs)} | {wins} |")
+    return "\n".join(rows)
+
+
+def judge(claim: str, lrecs, profile: str) -> list:
+    """A claim's registered comparisons (:mod:`tfx.book.evidence`) with their effects;
+    glues ``claim-<ID>``, ``status-<ID>``, ``<id>-status`` and ``<id>-evidence`` (a table).
+    A profile whose grid lacks a rate the registry reads (quick) gets the comparisons it
+    recorded."""
+    def load(*_):
+        return lrecs
+
+    comps = evidence.BY_CLAIM[claim]
+    here = [c for c in comps if results.select(lrecs, **c.point)]
+    key = claim.lower().replace("-", "")
+    if len(here) == len(comps):
+        evidence.glue_claim(claim, profile, load=load)
+        glue(f"{key}-status", evidence.status(claim, profile, load=load))
+        pairs = evidence.evaluate(claim, profile, load=load)
+    else:
+        pairs = [(c, c.effect(lrecs)) for c in here]
+        judged = claim not in evidence.NOT_TESTABLE and pairs
+        status = (status_of([e.verdict for _, e in pairs]) if judged
+                  else "not testable at this scale")
+        text = "; ".join(f"{c.says}: {e.describe()}, {e.verdict}" for c, e in pairs)
+        glue(f"claim-{claim}", text or "no registered rate recorded")
+        glue_status(claim, status)
+        glue(f"{key}-status", status)
+    glue(f"{key}-evidence", evidence_table(pairs))
+    return pairs
+
+
+def probe(lrecs, fix: str, lr: str, name: str, at: int = -1) -> dict:
+    """Per seed: a probe's value (``traces.trace``) at recorded step ``at`` (the last)."""
+    return {r.seed: traces.trace(r.history, name)[1][at]
+            for r in results.select(lrecs, fix=fix, lr=lr)}
+
+
+def best_and_high_rate(lrecs, lr_names) -> tuple:
+    """(the no-fix curve's best rate, the lowest rate above it at which no seed without a
+    fix reached the learned line by the outcome rule; the top rate if there is none)."""
+    best_k = int(np.argmin(sensitivity.median_curve(results.select(lrecs, fix="no fix"))[1]))
+    above = [lr for lr in lr_names[best_k + 1:] if not any(
+        outcome.learned(r) for r in results.select(lrecs, fix="no fix", lr=lr))]
+    return lr_names[best_k], (above[0] if above else lr_names[-1])
+
+
+def logit_traces_figure(P, lrecs, best_lr: str, high_lr: str):
+    """The largest attention logit (top) and lowest head entropy (bottom) over training,
+    without a fix (left) and with QK-norm (right), at the no-fix curve's best rate (solid)
+    and at ``high_lr`` (dashed). Each row shares its y-scale, so the panels compare."""
+    fig, axes = figure(P, ncols=2, nrows=2, width=9.4, height=6.4, sharex=True,
+                       sharey="row", task=lrecs[0].task)
+    for col, f in enumerate(("no fix", "QK-norm")):
+        for lr, ls in ((best_lr, "-"), (high_lr, "--")):
+            for r in results.select(lrecs, fix=f, lr=lr):
+                for row, name in enumerate(("attn_logit_max", "attn_entropy_min")):
+                    axes[row][col].plot(*traces.trace(r.history, name), ls,
+                                        color=FIX_COLORS[f], lw=1, alpha=0.8,
+                                        label=f"lr {lr}" if r.seed == 0 else None)
+        axes[0][col].set(yscale="log", title=f"{f}: largest attention logit, any layer")
+        axes[1][col].set(xlabel="step", title=f"{f}: lowest head entropy (nats)")
+        axes[0][col].legend(fontsize=7)
+    return fig
+
+
+def glue_lg1_probes(lrecs, best_lr: str, high_lr: str, bound: float) -> None:
+    """Glue LG-1's probe readings: medians in the prose, every seed in ``lg1-table``."""
+    logit = {k: probe(lrecs, f, lr, "attn_logit_max", at) for k, f, lr, at in (
+        ("none-first", "no fix", high_lr, 0), ("none-high", "no fix", high_lr, -1),
+        ("none-best", "no fix", best_lr, -1), ("qk-high", "QK-norm", high_lr, -1))}
+    ent = {k: probe(lrecs, f, high_lr, "attn_entropy_min") for k, f in (
+        ("none-high", "no fix"), ("qk-high", "QK-norm"))}
+    for k, v in logit.items():
+        glue(f"lg1-{k}", median(v.values()))
+    for k, v in ent.items():
+        glue(f"lg1-ent-{k}", median(v.values()))
+    glue("lg1-ratio", min(logit["none-high"][s] / logit["qk-high"][s]
+                          for s in logit["qk-high"]))
+    glue("lg1-best", best_lr)
+    glue("lg1-high", high_lr)
+    glue("lg1-bound", bound)
+    qk = results.select(lrecs, fix="QK-norm", lr=high_lr)
+    glue("lg1-qk-learned", f"{sum(map(outcome.learned, qk))} of {len(qk)}")
+    glue("lg1-none-outcomes", outcome_counts(results.select(lrecs, fix="no fix", lr=high_lr)))
+    rows = {f"largest logit, no fix, lr {high_lr}, first probe": logit["none-first"],
+            f"largest logit, no fix, lr {high_lr}, end": logit["none-high"],
+            f"largest logit, no fix, lr {best_lr}, end": logit["none-best"],
+            f"largest logit, QK-norm, lr {high_lr}, end": logit["qk-high"],
+            f"lowest entropy (nats), no fix, lr {high_lr}, end": ent["none-high"],
+            f"lowest entropy (nats), QK-norm, lr {high_lr}, end": ent["qk-high"]}
+    glue("lg1-table", md(seed_table(rows, "probe", "{:.3g}")))
+
+
+def lg1_effects_figure(P, lg1, task: str):
+    fig, (a1, a2) = figure(P, ncols=2, width=9.4, height=0.9 + 0.4 * len(lg1), task=task)
+    effects_plot(a1, [(f"{c.point['lr']}", e) for c, e in lg1 if "logit" in c.measure],
+                 title="largest attention logit", xlabel="no fix − QK-norm (decades)")
+    effects_plot(a2, [(f"{c.point['lr']}", e) for c, e in lg1 if c.measure == "end loss"],
+                 title="held-out loss at the end", xlabel="no fix − QK-norm (nats)")
+    a1.set_ylabel("learning rate")
+    return fig
+
+
+def log_z_figure(P, lrecs, lr_names, high_lr: str):
+    """log Z at the end against the learning rate (every seed) and over training at
+    ``high_lr``, without a fix and with the z-loss."""
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, sharey=True,
+                             task=lrecs[0].task)
+    for f in ("no fix", "z-loss"):
+        ends = {lr: probe(lrecs, f, lr, "log_z") for lr in lr_names}
+        lrs = [results.select(lrecs, fix=f, lr=lr)[0].train_config.lr for lr in lr_names]
+        for k, s in enumerate(ends[lr_names[0]]):
+            ax1.plot(lrs, [ends[lr][s] for lr in lr_names], "o-", color=FIX_COLORS[f],
+                     lw=0.8, alpha=0.7, label=f if k == 0 else None)
+        for r in results.select(lrecs, fix=f, lr=high_lr):
+            ax2.plot(*traces.trace(r.history, "log_z"), color=FIX_COLORS[f], lw=1,
+                     label=f if r.seed == 0 else None)
+    ax1.set(xscale="log", xlabel="learning rate", ylabel="mean log Z (nats)",
+            title="at the end, every seed")
+    ax2.set(xlabel="step", title=f"lr {high_lr}, every seed")
+    ax1.legend(fontsize=7)
+    return fig
+
+
+def glue_zl1(lrecs, best_lr: str, high_lr: str) -> None:
+    """Glue ZL-1's measurements: where log Z starts and ends, how much of its distance from
+    0 the z-loss removed (``traces.pull_to_zero``), and what the z-loss cost."""
+    def best(f):  # per seed: held-out loss at the best learning rate
+        return {s: v["best"] for s, v in
+                sensitivity.summarize(results.select(lrecs, fix=f))["per_seed"].items()}
+
+    pulled = traces.pull_to_zero(results.select(lrecs, fix="z-loss"),
+                                 results.select(lrecs, fix="no fix"))
+    glue("zl-pull", 100 * median(pulled))
+    glue("zl-pull-range", f"{100 * min(pulled):.1f} to {100 * max(pulled):.1f} %")
+    glue("zl-pull-n", len(pulled))
+    z, none = best("z-loss"), best("no fix")
+    cost = {s: z[s] - none[s] for s in z if s in none}
+    glue("zl-cost", median(cost.values()))
+    glue("zl-cost-range", f"{min(cost.values()):+.3f} to {max(cost.values()):+.3f}")
+    vals = {"start (first probe)": probe(lrecs, "no fix", best_lr, "log_z", at=0),
+            f"no fix, lr {best_lr}": probe(lrecs, "no fix", best_lr, "log_z"),
+            f"z-loss, lr {best_lr}": probe(lrecs, "z-loss", best_lr, "log_z"),
+            f"no fix, lr {high_lr}": probe(lrecs, "no fix", high_lr, "log_z"),
+            f"z-loss, lr {high_lr}": probe(lrecs, "z-loss", high_lr, "log_z")}
+    glue("zl-start", median(vals["start (first probe)"].values()))
+    glue("zl-none", median(vals[f"no fix, lr {high_lr}"].values()))
+    glue("zl-z", median(vals[f"z-loss, lr {high_lr}"].values()))
+    vals["z-loss − no fix, best loss (nats)"] = cost
+    glue("zl-table", md(seed_table(vals, "mean log Z at the end (nats)", "{:+.3f}")))
+    glue("zl-why", evidence.NOT_TESTABLE["ZL-1"])
+
+
+def zl1_effects_figure(P, zl1, task: str):
+    fig, ax = figure(P, width=9.4, height=1.9, task=task)
+    effects_plot(ax, [(f"lr {c.point['lr']}", e) for c, e in zl1],
+                 title="ZL-1: |log Z| at the end, paired by seed, 95 % interval",
+                 xlabel="no fix − z-loss (nats)")
+    return fig
+
+
+def ec1(P, lrecs, lr_names, best_lr: str):
+    """EC-1 at this scale: which runs without a fix failed, learned or are still learning;
+    where the still-learning runs above the best rate part from the learned ones in lowest
+    head entropy and in held-out loss (``traces.separation_step``, no threshold). Glues the
+    ``ec-*`` values, ``claim-EC-1`` and ``status-EC-1`` (not testable at this scale: no run
+    failed); returns the figure."""
+    nofix = results.select(lrecs, fix="no fix")
+    verdict = {id(r): outcome.judge(r).verdict for r in nofix}
+    failed = [r for r in nofix if verdict[id(r)] in outcome.FAILED]
+    learned = [r for r in nofix if verdict[id(r)] == "learned"]
+    best_k = lr_names.index(best_lr)
+    slow_hi = [r for r in nofix if verdict[id(r)] == "still learning"
+               and lr_names.index(r.point["lr"]) > best_k]
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, task=lrecs[0].task)
+    marks = {"learned": "o", "still learning": "s", "did not learn": "v", "diverged": "x"}
+    for r in nofix:
+        v = verdict[id(r)]
+        ent = traces.trace(r.history, "attn_entropy_min")
+        ax1.plot(ent[1][-1], outcome.judge(r).loss, marks[v], color=FIX_COLORS["no fix"],
+                 ms=5, alpha=0.8)
+        ax2.plot(*ent, color="0.3" if v == "learned" else "#d62728"
+                 if v in outcome.FAILED else "#ff7f0e", lw=0.6, alpha=0.5)
+    ax1.set(xscale="symlog", xlabel="lowest head entropy at the end (nats)",
+            ylabel="held-out loss at the end (nats)",
+            title="no fix (○ learned, □ still learning, ▼ did not learn)")
+    ax2.set(xlabel="step", ylabel="lowest head entropy (nats)",
+            title="grey: learned; orange: still learning; red: failed")
+
+    def spacing(steps):
+        return steps[1] - steps[0] if len(steps) > 1 else None
+
+    ent_every = spacing(traces.trace(nofix[0].history, "attn_entropy_min")[0])
+    eval_every = spacing(nofix[0].history.eval_step)
+    ent_step = traces.separation_step(slow_hi, learned, "attn_entropy_min")
+    loss_step = traces.separation_step(learned, slow_hi, "eval_loss")
+    lr_of = [r.train_config.lr for r in slow_hi], [r.train_config.lr for r in learned]
+    ratio = (f"{min(lr_of[0]) / max(lr_of[1]):.0f} to {max(lr_of[0]) / min(lr_of[1]):.0f}"
+             if slow_hi and learned else "—")
+    counts = outcome_counts(nofix)
+    glue("ec-outcomes", counts)
+    glue("ec-failed", len(failed))
+    glue("ec-slow", len(slow_hi))
+    glue("ec-learned", len(learned))
+    glue("ec-learned-lrs", ", ".join(sorted({r.point["lr"] for r in learned})) or "none")
+    glue("ec-ent-step", str(ent_step) if ent_step is not None else "no step")
+    glue("ec-loss-step", str(loss_step) if loss_step is not None else "no step")
+    glue("ec-rate-ratio", ratio)
+    glue("ec-ent-every", ent_every)
+    glue("ec-eval-every", eval_every)
+    why = (f"no run without a fix failed (outcome rule: {' or '.join(outcome.FAILED)})"
+           if not failed else f"the {len(failed)} failed runs are at other learning rates "
+           f"than the {len(learned)} learned ones")
+    glue("ec-why", why)
+    measured = (f"no fix, {counts} ({len({r.seed for r in nofix})} seeds); runs still "
+                f"learning above the best rate ({len(slow_hi)}) against those that learned "
+                f"({len(learned)}), at {ratio}× their rates: lowest head entropy apart from "
+                f"step {ent_step}, held-out loss (evaluated {eval_every} steps apart, "
+                f"entropy {ent_every}) from step {loss_step}")
+    glue("claim-EC-1", f"not testable at this scale: {why}; measured: {measured}")
+    glue_status("EC-1", "not testable at this scale")
+    return fig
+
+
+def glue_ch14_exercises() -> None:
+    """Chapter 14's exercise answers, computed: QK-norm's bound at d_h = 64, what a cap of
+    50 does to a logit of 8, and the z-loss at log Z = 7 against a 5-nat cross-entropy."""
+    import torch
+
+    from ..nn.blocks import softcap
+    from ..theory import logits
+
+    bound = logits.qk_norm_logit_bound(64)
+    glue("ex14-bound", bound)
+    glue("ex14-cap", bound - float(softcap(torch.tensor(bound), 50.0)))
+    glue("ex14-zloss", 1e-4 * 7.0**2)
+    glue("ex14-zloss-share", 100 * 1e-4 * 7.0**2 / 5.0)
+
+
+# ------------------------------------------------- chapter 15: where the norm goes (PL-1)
+
+PLACEMENT_GLUE = {"pre": "pre", "peri-ln": "peri", "output-norm": "out", "post": "post",
+                  "sub-ln": "subln", "ln-scaling": "scaled", "dyt": "dyt"}  # scheme: glue name
+PLACEMENT_COLORS = {"post": "#d62728", "pre": "#1f77b4", "peri-ln": "#2ca02c",
+                    "output-norm": "#ff7f0e", "sub-ln": "#9467bd", "ln-scaling": "#17becf",
+                    "dyt": "#bcbd22"}
+
+
+def placements_init(pl: dict, depths, seeds: int) -> dict:
+    """Read ``norms.placement_diagnostics`` results ``pl[(scheme, N, seed)]``: the stream's
+    mean square per layer at the deepest N (mean over seeds), its slope per layer
+    (``fit.fit_linear``), and for 1/√ℓ its fit against the harmonic number H_ℓ. Glues the
+    ``pl1_*`` values and ``pl1-init-table``; returns {"stream", "slope", "across"}."""
+    from ..theory import fit
+
+    schemes = sorted({k[0] for k in pl}, key=list(PLACEMENT_GLUE).index)
+    deepest = depths[-1]
+    layers = np.arange(1, deepest + 1)
+
+    def across(name, key, n):
+        return np.array([pl[name, n, s][key] for s in range(seeds)])
+
+    stream = {name: across(name, "stream", deepest).mean(0) for name in schemes}
+    slope = {name: fit.fit_linear(layers, v)[0] for name, v in stream.items()}
+    log_fit = fit.fit_linear(np.cumsum(1 / layers), stream["ln-scaling"])
+    rows = ["| placement | growth per layer | after layer 1 | at the top | last ÷ first "
+            "FFN gradient | output change | its growth with depth |", "|---|" + "---|" * 6]
+    from .plot import LABELS
+
+    for name in schemes:
+        k = PLACEMENT_GLUE[name]
+        change = np.median(across(name, "rel_change", deepest))
+        grow = change / np.median(across(name, "rel_change", depths[0]))
+        vals = (slope[name], float(stream[name][0]), float(stream[name][-1]),
+                float(np.median(across(name, "grad_ratio", deepest))), float(change), grow)
+        for key, v in zip(("slope", "first", "last", "grad", "change", "change_growth"), vals):
+            glue(f"pl1_{key}_{k}", v)
+        rows.append(f"| {LABELS.get(name, name)} | {vals[0]:.2f} | {vals[1]:.2f} | "
+                    f"{vals[2]:.1f} | {vals[3]:.2f} | {vals[4]:.1e} | ×{vals[5]:.1f} |")
+    glue("pl1-init-table", md("\n".join(rows)))
+    glue("pl1_depth", deepest)
+    glue("pl1_depth_min", depths[0])
+    glue("pl1_seeds", seeds)
+    glue("pl1_scaled_over_pre", float(stream["ln-scaling"][-1] / stream["pre"][-1]))
+    glue("pl1_scaled_r2_H", log_fit[2])
+    glue("pl1_scaled_c", log_fit[0])
+    bound = {n: "bounds it" if slope[n] < 0.5 * slope["pre"] else "does not bound it"
+             for n in ("peri-ln", "output-norm", "ln-scaling")}
+    glue("pl1_peri_verdict", bound["peri-ln"])
+    glue("pl1_out_verdict", bound["output-norm"])
+    glue("pl1_scaled_verdict", bound["ln-scaling"])
+    both = bound["peri-ln"] == bound["output-norm"] == "does not bound it"
+    glue("pl1_outnorms_verdict", "do not bound it" if both else "bound it in part")
+    return {"stream": stream, "slope": slope, "across": across}
+
+
+def placements_init_figure(P, init: dict, depths, seeds: int):
+    """The stream per layer at the deepest N, and against N the last/first FFN gradient
+    and the output change under a random 1 % perturbation (dots: seeds)."""
+    from .plot import LABELS, log_ticks
+
+    fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.8)
+    layers = np.arange(1, depths[-1] + 1)
+    for name, v in init["stream"].items():
+        col = PLACEMENT_COLORS[name]
+        a.plot(layers, v, "o-", ms=3, color=col, label=LABELS.get(name, name))
+        for ax, k in ((b, "grad_ratio"), (c, "rel_change")):
+            ax.plot(depths, [np.median(init["across"](name, k, n)) for n in depths], "o-",
+                    ms=3, color=col)
+            for n in depths:
+                ax.plot([n] * seeds, init["across"](name, k, n), ".", ms=2, color=col,
+                        alpha=0.5)
+    a.set(yscale="log", xlabel="layer ℓ", ylabel="E‖x_ℓ‖²/d")
+    a.set_title(f"stream, {depths[-1]} layers (mean of {seeds} seeds)", fontsize=9)
+    a.legend(fontsize=6)
+    for ax in (b, c):
+        log_ticks(ax, depths)
+        ax.set(xlabel="layers N", yscale="log")
+    b.set_title("last / first layer's FFN gradient", fontsize=9)
+    c.set_title("‖ΔF‖²/‖F‖², random 1 % δ", fontsize=9)
+    return fig
+
+
+def depth_scalings(mult: dict, depths) -> dict:
+    """Log-log slopes of the last branch's multiplier m_L against N, measured (mean over
+    seeds) and derived (``norms.depth_factor``); glues ``ds_*`` and ``ds-table``."""
+    from ..theory import fit, norms
+    from .plot import LABELS
+
+    ns = np.array(depths, dtype=float)
+    measured = {n: fit.fit_loglog(ns, m.mean(1))[0] for n, m in mult.items() if n != "rezero"}
+    derived = {n: fit.fit_loglog(ns, norms.depth_factor(n, ns))[0] for n in measured}
+    key = {"pre": "pre", "deepnorm": "deepnorm", "admin": "admin", "t-fixup": "tfixup",
+           "ln-scaling": "scaled", "depth-mup": "mup"}
+    rows = ["| scheme | measured slope | derived slope |", "|---|---|---|"]
+    for name, k in key.items():
+        glue(f"ds_k_{k}", measured[name])
+        glue(f"ds_kpred_{k}", derived[name])
+        rows.append(f"| {LABELS.get(name, name)} | {measured[name]:+.2f} | "
+                    f"{derived[name]:+.2f} |")
+    glue("ds-table", md("\n".join(rows)))
+    glue("ds_rezero_max", float(mult["rezero"].max()))
+    glue("ds_depth_min", depths[0])
+    glue("ds_depth_max", depths[-1])
+    glue("ds_seeds", next(iter(mult.values())).shape[1])
+    return {"measured": measured, "derived": derived}
+
+
+def depth_scalings_figure(P, mult: dict, depths, slopes: dict):
+    from ..theory import norms
+    from .plot import LABELS, color, log_ticks
+
+    ds_colors = {"pre": color("pre"), "deepnorm": color("deepnorm"), "admin": color("admin"),
+                 "t-fixup": color("t-fixup"), "ln-scaling": "#17becf",
+                 "depth-mup": "#444444"}
+    ns = np.array(depths, dtype=float)
+    fig, a = figure(P, width=7, height=4.2)
+    dense = np.arange(ns[0], ns[-1] + 1)  # every depth: the factors use whole N
+    for name, c in ds_colors.items():
+        m = mult[name].mean(1)
+        anchor = m[0] / norms.depth_factor(name, ns[:1])[0]
+        a.plot(ns, m, "o", color=c, ms=5, label=f"{LABELS[name]}: "
+               f"{slopes['measured'][name]:+.2f} ({slopes['derived'][name]:+.2f})")
+        a.plot(dense, anchor * norms.depth_factor(name, dense), "-", color=c, lw=1)
+    log_ticks(a, depths)
+    a.set(yscale="log", xlabel="layers N (decoder-only, L = 2N sub-layers)",
+          ylabel="last branch / stream, $m_L$")
+    a.set_title("measured (dots, mean of seeds) and derived (lines); ReZero: 0", fontsize=9)
+    a.legend(fontsize=7, title="log-log slope: measured (derived)", title_fontsize=7)
+    return fig
+
+
+def top_stream(precs, name: str, lr: str) -> dict:
+    """Per seed: the variance of the stream entering the top sub-layer at the end."""
+    return {r.seed: traces.stream_profile(r.history)[1][-1]
+            for r in results.select(precs, placement=name, lr=lr)}
+
+
+def glue_placements_trained(precs, names, lrs) -> None:
+    """Glue the placements sweep's size (``pt-*``), Pre-LN's top stream across the rates,
+    each scheme's best rate, Sub-LN's and Post-LN's readings, and ``pt-ratio-table``: every
+    seed's top stream as a multiple of Pre-LN's at each rate (with growth and best loss)."""
+    ptc, pcfg = precs[0].train_config, precs[0].config
+    glue("pt-layers", pcfg.n_dec)
+    glue("pt-d", pcfg.d_model)
+    glue("pt-steps", ptc.steps)
+    glue("pt-batch", ptc.batch_size)
+    glue("pt-lrs", ", ".join(lrs))
+    glue("pt-lr-lo", lrs[0])
+    glue("pt-lr-hi", lrs[-1])
+    glue("pt-runs", len(precs))
+    glue("pt-minutes", sum(r.wall_time for r in precs) / 60 / 2)  # two jobs at once
+    glue("pt-seeds", len({r.seed for r in precs}))
+
+    def growth(name):  # per seed: top stream at the highest rate ÷ at the lowest
+        lo, hi = top_stream(precs, name, lrs[0]), top_stream(precs, name, lrs[-1])
+        return {s: hi[s] / lo[s] for s in lo if s in hi}
+
+    def best_losses(name):
+        per = sensitivity.summarize(results.select(precs, placement=name))["per_seed"]
+        return {s: v["best"] for s, v in per.items()}
+
+    def best_rate(name):
+        _, curve = sensitivity.median_curve(results.select(precs, placement=name))
+        return lrs[int(np.nanargmin(curve))]
+
+    glue("pt-pre-growth", median(growth("Pre-LN").values()))
+    glue("pt-pre-top", median(top_stream(precs, "Pre-LN", lrs[-1]).values()))
+    glue("pt-pre-best", median(best_losses("Pre-LN").values()))
+    glue("pt-best-rates", "; ".join(f"{n} {best_rate(n)}" for n in names))
+    pre = {lr: top_stream(precs, "Pre-LN", lr) for lr in lrs}
+    rows, growths, bests = {}, {"Pre-LN": growth("Pre-LN")}, {"Pre-LN": best_losses("Pre-LN")}
+    for name in names[1:]:
+        for lr in lrs:
+            mine = top_stream(precs, name, lr)
+            rows[f"{name} ÷ Pre-LN, lr {lr}"] = {s: mine[s] / pre[lr][s] for s in mine
+                                                 if s in pre[lr]}
+        growths[name], bests[name] = growth(name), best_losses(name)
+    glue("pt-ratio-table", md(seed_table(rows, "top stream at the end", "{:.2g}")))
+    glue("pt-growth-table", md(
+        seed_table({f"{n}: ×": g for n, g in growths.items()}, f"top stream, lr "
+                   f"{lrs[-1]} ÷ lr {lrs[0]}", "{:.3g}") + "\n\n" +
+        seed_table(bests, "best held-out loss over the rates (nats)", "{:.3f}")))
+    for name, key in (("Peri-LN", "peri"), ("output norm", "out"), ("Pre-LN, 1/√ℓ", "scaled")):
+        if name in growths:
+            glue(f"pt-{key}-growth", median(growths[name].values()))
+            glue(f"pt-{key}-best", median(bests[name].values()))
+            glue(f"pt-{key}-hi-ratio", median(rows[f"{name} ÷ Pre-LN, lr {lrs[-1]}"].values()))
+            glue(f"pt-{key}-lo-ratio", median(rows[f"{name} ÷ Pre-LN, lr {lrs[0]}"].values()))
+    if "Sub-LN" in growths:
+        glue("pt-subln-growth", median(growths["Sub-LN"].values()))
+        glue("pt-subln-low", median(rows[f"Sub-LN ÷ Pre-LN, lr {lrs[0]}"].values()))
+    post_runs = results.select(precs, placement="Post-LN")
+    post_top = [traces.stream_profile(r.history)[1][-1] for r in post_runs]
+    glue("pt-post-top", f"{min(post_top):.1f} to {max(post_top):.1f}" if post_top else "—")
+    glue("pt-post-outcomes", outcome_counts(post_runs))
+    glue("pt-pre-hi-outcomes",
+         outcome_counts(results.select(precs, placement="Pre-LN", lr=lrs[-1])))
+
+
+def placements_trained_figure(P, precs, names, lrs, lr: str):
+    """Held-out loss at the end against the rate; the top stream against the rate (every
+    seed); the stream entering every sub-layer at ``lr``."""
+    from .plot import color
+
+    colors = {"Pre-LN": color("pre"), "Peri-LN": "#2ca02c", "output norm": "#ff7f0e",
+              "Pre-LN, 1/√ℓ": "#17becf", "Sub-LN": "#9467bd", "Post-LN": color("post")}
+    fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.6, task=precs[0].task)
+    lr_curves(a, precs, names, axis="placement", colors=colors,
+              title="held-out loss at the end")
+    a.legend(fontsize=6)
+    lr_values = [results.select(precs, lr=x)[0].train_config.lr for x in lrs]
+    for name in names:
+        tops = [top_stream(precs, name, x) for x in lrs]
+        for k, s in enumerate(tops[0]):
+            b.plot(lr_values, [t.get(s, np.nan) for t in tops], "o-", color=colors[name],
+                   lw=1, ms=3, label=name if k == 0 else None)
+        for r in results.select(precs, placement=name, lr=lr):
+            prof = traces.stream_profile(r.history)[1]
+            c.plot(np.arange(1, len(prof) + 1), prof, "-", color=colors[name], lw=1)
+    b.set(xscale="log", yscale="log", xlabel="learning rate",
+          ylabel="variance of the top sub-layer's input", title="the top stream, at the end")
+    c.set(yscale="log", xlabel="sub-layer i (bottom → top)",
+          ylabel="variance of the stream $x_{i-1}$", title=f"every sub-layer, lr {lr}")
+    return fig
+
+
+def pl1_effects_figure(P, pl1, task: str):
+    fig, ax = figure(P, width=9.4, height=2.2, task=task)
+    effects_plot(ax, [(f"{c.a} − Pre-LN", e) for c, e in pl1],
+                 title=f"PL-1 at lr {pl1[0][0].point['lr']}: stream growth bottom → top, "
+                       "paired by seed, 95 % interval",
+                 xlabel="difference in log10(top stream / bottom stream) (decades)")
+    return fig
+
+
+# ---------------------------------------------------- chapter 15b: RMSNorm and Dynamic Tanh
+
+NORM_COLORS = {"LayerNorm": "#1f77b4", "RMSNorm": "#17becf", "DyT": "#bcbd22",
+               "DyT, α = 0.1": "#8c564b", "DyT, α = 0.02": "#e377c2"}
+
+
+def gain_figure(P, input_norms, gain: dict, d: int):
+    """A norm's largest gain (the spectral norm of its Jacobian) against its input's size."""
+    fig, a = figure(P)
+    styles = {"LayerNorm": ("-", "#1f77b4"), "RMSNorm": ("--", "#17becf"),
+              "DyT, α = 0.5": ("-", "#bcbd22"), "DyT, α = 2": (":", "#8c564b")}
+    for k, y in gain.items():
+        ls, c = styles.get(k, ("-", "#333333"))
+        a.loglog(input_norms, y, ls, color=c, label=k)
+    a.set(xlabel=f"input norm ‖x‖ (d = {d})", ylabel="spectral norm of the Jacobian",
+          title="a norm's largest gain against its input's size (ε = 1e-5)")
+    a.legend(fontsize=8)
+    return fig
+
+
+def saturation_figure(P, alphas, share, predicted, depth: int):
+    """Left: the saturated share against the initial α (each seed, the range over modules,
+    the Gaussian prediction); right: the share per module for four values of α."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = figure(P, ncols=2, width=9.4)
+    for s in range(share.shape[1]):
+        a.semilogx(alphas, 100 * share[:, s].mean(1), "o", color="#bcbd22", ms=4,
+                   label="measured (each seed)" if s == 0 else None)
+    a.fill_between(alphas, 100 * share.min(axis=(1, 2)), 100 * share.max(axis=(1, 2)),
+                   color="#bcbd22", alpha=0.2, label="range over DyT modules")
+    a.semilogx(alphas, 100 * predicted.mean(axis=(1, 2)), "-", color="#444444", lw=1,
+               label="Gaussian prediction")
+    a.axvline(0.5, ls=":", color="#888888", lw=1)
+    a.set(xlabel="initial α", ylabel="saturated units (%)")
+    a.set_title(f"Pre-LN LM with DyT, {depth} layers", fontsize=10)
+    a.legend(fontsize=7)
+    k = np.arange(1, share.shape[-1] + 1)
+    for a_i in np.linspace(0, len(alphas) - 1, 4).astype(int):
+        b.plot(k, 100 * share[a_i].mean(0), "o-", ms=3,
+               color=plt.cm.viridis(a_i / len(alphas)), label=f"α = {alphas[a_i]:.2g}")
+    b.set(xlabel="DyT module, bottom to top (last: the final norm)",
+          ylabel="saturated units (%)")
+    b.legend(fontsize=7)
+    return fig
+
+
+def best_rate(recs, lrs, **point) -> str:
+    """The learning rate of ``lrs`` with the lowest median held-out loss over seeds."""
+    return lrs[int(np.nanargmin(sensitivity.median_curve(results.select(recs, **point))[1]))]
+
+
+def _saturation(recs, row: int, **point) -> dict:
+    """Per seed: % of units saturated in the most saturated DyT at probe ``row``."""
+    return {r.seed: 100 * max(r.history.dyt_saturated[row])
+            for r in results.select(recs, **point)}
+
+
+def dyt_controls_note(nrecs) -> str:
+    """What DY-1's two controls say, each at its own best rate and paired by seed
+    (:func:`tfx.runs.effects.at_best_rate`): does dropping the √d embedding scale rescue DyT at
+    the default α (expected lower if the scale is the cause), and where does a model with no
+    norm at all end against DyT and LayerNorm. A control whose best rate sits at the grid's
+    edge is named, since its best may lie beyond the grid."""
+    from ..runs import effects
+
+    no_sqrt = effects.at_best_rate(nrecs, "norm", "DyT, no √d embedding scale", "DyT", "lower")
+    dyt_vs_none = effects.at_best_rate(nrecs, "norm", "DyT", "no norm", "higher")
+    none_vs_ln = effects.at_best_rate(nrecs, "norm", "no norm", "LayerNorm", "higher")
+    scale = ("is what sinks the default α" if no_sqrt.verdict == "reproduces" else
+             "is not shown to be what sinks the default α")
+    edge = [g["norm"] for g in effects.unbracketed(nrecs)
+            if g.get("norm") in ("DyT, no √d embedding scale", "no norm")]
+    caveat = (f" ({' and '.join(edge)}: best rate at the grid's edge, so its best may lie "
+              "beyond the grid)" if edge else "")
+    ci = lambda e: f"interval {e.low:+.2f} to {e.high:+.2f}"  # noqa: E731
+    worse = ("so at this scale the default DyT trains worse than no norm"
+             if dyt_vs_none.verdict == "reproduces" else "not resolved against no norm")
+    return (f"Without the √d embedding scale, DyT at the default α ends {no_sqrt.mean:+.2f} nats "
+            f"against DyT with it ({ci(no_sqrt)}): the scale {scale}{caveat}. A model with no "
+            f"norm at all ends {none_vs_ln.mean:+.2f} nats against LayerNorm ({ci(none_vs_ln)}), "
+            f"and DyT at the default α ends {dyt_vs_none.mean:+.2f} nats above it "
+            f"({ci(dyt_vs_none)}): {worse}.")
+
+
+def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
+    """Glue chapter 15b's training half: the sweep's size (``nt-*``), the table of every
+    norm's LR sensitivity, windows and best loss per seed (``nt-table``), DyT's saturation
+    during training (``dy1-train-*``, medians; ``dy1-sat-table``, per seed), the smaller-α
+    variants (``dy1-alpha-table``), the controls where recorded (``dy1-controls``), the
+    evidence tables and the claims-page lines (``claim-RN-1``, ``claim-DY-1``,
+    ``rn1-train``, ``dy1-train``, ``dy1-alpha``). Returns (sweep figure, effects figure)."""
+    def load(*_):
+        return nrecs
+
+    ncfg, ntc = nrecs[0].config, nrecs[0].train_config
+    glue("nt-runs", len(nrecs))
+    glue("nt-minutes", sum(r.wall_time for r in nrecs) / 60)  # recorded one run at a time
+    glue("nt-layers", ncfg.n_dec)
+    glue("nt-d", ncfg.d_model)
+    glue("nt-steps", ntc.steps)
+    glue("nt-seeds", len({r.seed for r in nrecs}))
+    summ = {f: sensitivity.summarize(results.select(nrecs, norm=f)) for f in names}
+
+    def best_median(f):
+        return median(v["best"] for v in summ[f]["per_seed"].values())
+
+    rows = ["| norm | LR sensitivity, median (range) | rates learned at, per seed | "
+            "best held-out loss, per seed |", "|---|---|---|---|"]
+    for f in names:
+        s = summ[f]
+        wins = ", ".join(map(str, sensitivity.windows(results.select(nrecs, norm=f)).values()))
+        rows.append(f"| {f} | {s['median']:.2f} ({s['low']:.2f}–{s['high']:.2f}) | {wins} | "
+                    + ", ".join(f"{v['best']:.3f}" for v in s["per_seed"].values()) + " |")
+    glue("nt-table", md("\n".join(rows)))
+    glue("nt-ln-best", best_median("LayerNorm"))
+    glue("nt-ln-sens", summ["LayerNorm"]["median"])
+    dyt_best, hi = best_rate(nrecs, lrs, norm="DyT"), lrs[-1]
+    sat = {"first probe, best rate": _saturation(nrecs, 0, norm="DyT", lr=dyt_best),
+           "end, best rate": _saturation(nrecs, -1, norm="DyT", lr=dyt_best),
+           f"end, lr {hi}": _saturation(nrecs, -1, norm="DyT", lr=hi)}
+    glue("dy1-train-best", dyt_best)
+    glue("dy1-train-hi", hi)
+    glue("dy1-train-sat-first", median(sat["first probe, best rate"].values()))
+    glue("dy1-train-sat", median(sat["end, best rate"].values()))
+    glue("dy1-train-sat-hi", median(sat[f"end, lr {hi}"].values()))
+    glue("dy1-train-sat-min", min(sat["end, best rate"].values()))
+    glue("dy1-sat-table", md(seed_table(sat, "% saturated, most saturated DyT", "{:.1f}")))
+    glue("nt-dyt-best", best_median("DyT"))
+    glue("nt-dyt-sens", summ["DyT"]["median"])
+    ln_worst = max(v["best"] for v in summ["LayerNorm"]["per_seed"].values())
+    flat_and_high = summ["DyT"]["median"] < summ["LayerNorm"]["median"] and min(
+        v["best"] for v in summ["DyT"]["per_seed"].values()) > ln_worst
+    glue("dy1-lrs-note", "Its smaller LR sensitivity is the flat curve of a recipe that ends "
+         "above LayerNorm at every rate, not a stable one (chapter 12's caveat)."
+         if flat_and_high else "Its LR sensitivity can be read as for the other two.")
+    alpha_rows, alpha_lines = ["| variant | best rate | best held-out loss (median) | "
+                               "LR sensitivity | % saturated at the end, per seed |",
+                               "|---|---|---|---|---|"], []
+    for f in [f for f in names if f.startswith("DyT, α")]:
+        b = best_rate(nrecs, lrs, norm=f)
+        s_end = _saturation(nrecs, -1, norm=f, lr=b)
+        alpha_rows.append(f"| {f} | {b} | {best_median(f):.3f} | {summ[f]['median']:.2f} | "
+                          + fmt(s_end.values(), "{:.1f}") + " |")
+        alpha_lines.append(f"{f}: best held-out loss {best_median(f):.3f} against LayerNorm's "
+                           f"{best_median('LayerNorm'):.3f} (medians over seeds); LR sensitivity "
+                           f"{summ[f]['median']:.2f} against {summ['LayerNorm']['median']:.2f}; "
+                           f"at its best rate {b}, " + fmt(s_end.values(), "{:.1f}")
+                           + " % saturated at the end")
+        key = f.split("= ")[-1].replace(".", "")
+        glue(f"dy1-a{key}-sat", median(s_end.values()))
+        glue(f"dy1-a{key}-best", best_median(f))
+    glue("dy1-alpha-table", md("\n".join(alpha_rows)))
+    controls = [evidence.Comparison(
+        "DY-1", f"{v}, at its best rate, ends within 0.05 nats of LayerNorm", "norms",
+        "norm", v, "LayerNorm", "equal", own_rate=True, margin=0.05)
+        for v in ("DyT, no √d embedding scale", "no norm") if v in names]
+    ctrl = [(c, c.effect(nrecs)) for c in controls]
+    glue("dy1-controls", evidence_table(ctrl) if ctrl else md(
+        "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d embedding "
+        "scale* and *no norm*, queued for a later session."))
+    glue("dy1-controls-note", dyt_controls_note(nrecs) if len(ctrl) == 2 else "")
+    glue("rn1-evidence", evidence_table(rn1))
+    glue("dy1-evidence", evidence_table(dy1))
+    glue("rn1-train", evidence.describe("RN-1", profile, load=load))
+    glue("claim-RN-1", evidence.describe("RN-1", profile, load=load))
+    glue("claim-DY-1", evidence.describe("DY-1", profile, load=load))
+    glue("dy1-train", f"{dy1[0][0].says}: {dy1[0][1].describe()}, {dy1[0][1].verdict}")
+    glue("dy1-alpha", "; ".join([f"{c.says}: {e.describe()}, {e.verdict}" for c, e in dy1[1:]]
+                                + alpha_lines))
+    rn = rn1[0][1]
+    glue("rn1-mean", rn.mean)
+    glue("rn1-ci", f"{rn.low:+.2f} to {rn.high:+.2f}")
+    glue("dy1-mean", dy1[0][1].mean)
+    glue("dy1-ci", f"{dy1[0][1].low:+.2f} to {dy1[0][1].high:+.2f}")
+
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = figure(P, ncols=2, width=9.4, height=4.0, task=nrecs[0].task)
+    lr_curves(a, nrecs, names, axis="norm", colors=NORM_COLORS,
+              title="final held-out loss against the learning rate")
+    a.legend(fontsize=7)
+    for k, lr in enumerate(lrs):
+        for r in results.select(nrecs, norm="DyT", lr=lr):
+            b.plot(r.history.probe_step, [100 * max(row) for row in r.history.dyt_saturated],
+                   color=plt.cm.viridis(k / max(1, len(lrs) - 1)), lw=1,
+                   label=f"lr {lr}" if r.seed == 0 else None)
+    b.set(xlabel="step", ylabel="% saturated, most saturated DyT",
+          title="DyT (α = 0.5) during training, every seed")
+    b.legend(fontsize=7)
+    pairs = [(c.a, e) for c, e in rn1 + dy1 + ctrl]
+    fig2, ax = figure(P, width=9.4, height=0.6 + 0.5 * len(pairs), task=nrecs[0].task)
+    effects_plot(ax, [(f"{x} − LayerNorm", e) for x, e in pairs],
+                 title="each at its own best rate, paired by seed; grey band: ±0.05 nats",
+                 xlabel="difference in best held-out loss (nats)")
+    return fig, fig2

@@ -1,0 +1,581 @@
+"""The bookkeeping of chapters 1–4 (why it is hard, anatomy, the LayerNorm Jacobian,
+gradients at initialisation), kept out of the reader's way.
+
+A chapter page shows the model built, the probe called and the formula checked; the values
+its prose pastes (``glue``), its tables and its figures come from here. Each function takes
+what the page computed and returns a figure, a Markdown table or the values it glued, so a
+test can check it without executing a notebook.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runs import sweep
+from . import plot
+from .notebook import glue
+
+# Chapter 1 draws optimisers and placements in neighbouring panels: they get their own pair
+# of colours so that red/blue means Post-/Pre-LN only (the placements keep plot.COLORS').
+OPTIMISER_COLORS = {"sgd": "#ff7f0e", "adam": "#9467bd"}
+
+
+def glue_figure(name: str, fig) -> str:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive (not shown where it is
+    computed) and close it; returns ``name``."""
+    import matplotlib.pyplot as plt
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+    return name
+
+
+def md_table(header, rows) -> str:
+    """A GFM table (``display(Markdown(...))`` renders it as a real table)."""
+    lines = ["| " + " | ".join(map(str, header)) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ chapter 1: why hard
+SIGNAL_NAMES = {"plain": "plain (no residual)", "residual": "residual, no LN",
+                "post": "Post-LN", "pre": "Pre-LN"}
+SIGNAL_COLORS = {"plain": "#444444", "residual": plot.color("none"),
+                 "post": plot.color("post"), "pre": plot.color("pre")}
+
+
+def signal_figure(P, profiles: dict):
+    """Activations (left) and weight gradients (right) through the four toy stacks of
+    ``tfx.book.toy.signal_profile``: ``profiles`` is {wiring: profile}."""
+    fig, (a, b) = plot.figure(P, ncols=2, height=3.4)
+    for k, label in SIGNAL_NAMES.items():
+        p = profiles[k]
+        a.semilogy(p["act_rms"], color=SIGNAL_COLORS[k], label=label)
+        b.semilogy(np.arange(1, len(p["grad_rms"]) + 1), p["grad_rms"],
+                   color=SIGNAL_COLORS[k], label=label)
+    a.set(xlabel="layer l", ylabel="RMS of activation $x_l$", title="forward: activations")
+    b.set(xlabel="layer l", ylabel="RMS of ∂loss/∂(fc1 weight)",
+          title="backward: weight gradients")
+    a.legend(fontsize=8)
+    return fig
+
+
+def glue_signals(profiles: dict, depth: int) -> dict:
+    """Glue the ``wh-*`` values of the four-stack demo; returns {wiring: growth of the
+    activation RMS from the input to the last layer}."""
+    act = {k: np.asarray(p["act_rms"]) for k, p in profiles.items()}
+    growth = {k: float(v[-1] / v[0]) for k, v in act.items()}
+    glue("wh-depth", depth)
+    glue("wh-plain-act", growth["plain"])
+    glue("wh-plain-grad", float(max(profiles["plain"]["grad_rms"])))
+    glue("wh-plain-per-block", growth["plain"] ** (2 / depth))
+    glue("wh-res-act", growth["residual"])
+    glue("wh-res-act-twice", growth["residual"] ** 2)  # exercise 1: twice the depth
+    glue("wh-post-spread", float(max(act["post"][1:]) / min(act["post"][1:])))
+    glue("wh-pre-act", growth["pre"])
+    return growth
+
+
+def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
+    """Left: per weight matrix of Post-LN, the gradient and one SGD and one Adam step
+    (sorted by gradient size). Right: the output change of one Adam step against its
+    learning rate, Post-LN and Pre-LN. ``steps`` is {placement: [toy.first_step result per
+    lr]}; ``sgd`` and ``adam`` are single results at the same learning rate."""
+    fig, (a, b) = plot.figure(P, ncols=2, height=3.6)
+    g = np.array(list(adam["grad_rms"].values()))
+    order = np.argsort(g)
+    a.semilogy(g[order], ".", color="#444444", label="gradient RMS")
+    a.semilogy(np.array(list(sgd["update_rms"].values()))[order], "1",
+               color=OPTIMISER_COLORS["sgd"], label="SGD step")
+    a.semilogy(np.array(list(adam["update_rms"].values()))[order], "2",
+               color=OPTIMISER_COLORS["adam"], label="Adam step")
+    a.set(xlabel="weight matrix (sorted by gradient size)", ylabel="RMS per entry",
+          title="Post-LN: one step, per matrix")
+    a.legend(fontsize=8)
+    for pl, rs in steps.items():
+        b.loglog(lrs, [r["output_change"] for r in rs], "o-", ms=3, color=plot.color(pl),
+                 label=f"{pl}-LN")
+    b.axhline(steps["post"][0]["output_norm"], ls=":", color="#444444", lw=1,
+              label="‖logits‖² at init")
+    b.set_xlabel("learning rate of the first Adam step", loc="left")
+    b.set(ylabel="‖Δ logits‖² per token", title="output change after one step")
+    b.legend(fontsize=8)
+    return fig
+
+
+def glue_first_step(steps: dict, adam: dict, lrs, change_at, lr: float, warmup: int,
+                    n_layers: int, sgd_lr: float) -> dict:
+    """Glue the ``wh-*`` values of the one-step demo. ``change_at(placement, lr)`` is the
+    output change of one Adam step; ``lr`` the profile's training rate; returns them."""
+    gs = list(adam["grad_rms"].values())
+    us = list(adam["update_rms"].values())
+    out = {"wh-N": n_layers, "wh-n-mats": len(gs), "wh-grad-spread": max(gs) / min(gs),
+           "wh-adam-spread": max(us) / min(us), "wh-lr": lr, "wh-warmup": warmup,
+           "wh-sgd-lr": sgd_lr,
+           "wh-change-full": change_at("post", lr),
+           "wh-change-warm": change_at("post", lr / warmup),
+           "wh-logit-norm": steps["post"][0]["output_norm"],
+           "wh-post-over-pre": change_at("post", lr) / change_at("pre", lr),
+           "wh-small-lr": float(lrs[0]),
+           "wh-post-over-pre-small": (steps["post"][0]["output_change"]
+                                      / steps["pre"][0]["output_change"])}
+    for k, v in out.items():
+        glue(k, v)
+    return out
+
+
+def sgd_matching_lr(eta0: float, change0: float, change_adam: float) -> float:
+    """The SGD learning rate whose one-step output change equals ``change_adam``, from one
+    SGD step at ``eta0`` that changed the output by ``change0``, if both are in the regime
+    where the change grows like η²: η₀·√(c_A / c₀) (chapter 1, exercise 2)."""
+    if eta0 <= 0 or change0 <= 0 or change_adam < 0:
+        raise ValueError(f"eta0={eta0}, change0={change0} must be > 0 and "
+                         f"change_adam={change_adam} ≥ 0")
+    return eta0 * math.sqrt(change_adam / change0)
+
+
+# The map: problems (left) → mechanisms (middle) → failures (right); the fixes, in green,
+# act on a link with a dashed arrow. Words on the arrows, no claim ids.
+MAP_NODES = {
+    "post": (1.3, 4.6, "Post-LN:\nLN after the\nresidual sum", "problem"),
+    "adam": (1.3, 1.4, "Adam: every weight\nmoves ≈ lr from\nthe first step", "problem"),
+    "jac": (1.3, 3.0, "LN shrinks gradients\nby √d / ‖x − μ‖", "problem"),
+    "dep": (5.0, 4.6, "output leans on the\nresidual branches:\nchanges amplified", "mechanism"),
+    "grad": (5.0, 2.9, "large gradients\nnear the output\nat initialisation", "mechanism"),
+    "vanish": (5.0, 1.2, "not: vanishing\ngradients\n(encoder)", "ruled out"),
+    "fail": (8.8, 3.0, "big early updates:\nthe output collapses\n(stuck at chance)\n"
+                       "or diverges", "failure"),
+    "fix-pre": (1.3, 6.3, "Pre-LN", "fix"),
+    "fix-warm": (8.8, 5.4, "learning-rate\nwarmup", "fix"),
+    "fix-admin": (5.0, 6.4, "Admin, ReZero, DeepNorm,\nLipschitz init", "fix"),
+    "fix-tfix": (8.8, 0.8, "T-Fixup", "fix"),
+}
+MAP_FILL = {"problem": "#fff2cc", "mechanism": "#dae8fc", "failure": "#f8cecc",
+            "ruled out": "#eeeeee", "fix": "#d5e8d4"}
+MAP_EDGES = [  # (from, to, words, kind): "cause" solid dark, "fix" dashed green
+    ("post", "dep", "makes", "cause"), ("post", "grad", "makes", "cause"),
+    ("jac", "grad", "shapes", "cause"), ("dep", "fail", "amplifies steps", "cause"),
+    ("grad", "fail", "makes steps large", "cause"), ("adam", "fail", "full-size steps", "cause"),
+    ("vanish", "grad", "ruled out", "ruled out"),
+    ("fix-pre", "post", "moves the LN", "fix"), ("fix-admin", "dep", "rebalance", "fix"),
+    ("fix-warm", "fail", "small first steps", "fix"),
+    ("fix-tfix", "fail", "no LN, scaled init", "fix"),
+]
+EDGE_STYLE = {"cause": dict(color="#333333", ls="-"), "fix": dict(color="#2ca02c", ls="--"),
+              "ruled out": dict(color="#888888", ls=":")}
+LABEL_AT = {("adam", "fail"): 0.3}  # where along the arrow its words sit (default: middle)
+
+
+def map_figure(P):
+    """The book's map (chapter 1): causes as solid dark arrows, fixes as dashed green
+    arrows, a cause the papers rule out dotted grey; every arrow labelled in words."""
+    fig, ax = plot.figure(P, width=9.4, height=6.0)
+    boxes = {}
+    for key, (x, y, text, kind) in MAP_NODES.items():
+        boxes[key] = ax.text(x, y, text, ha="center", va="center", fontsize=8.5, zorder=3,
+                             bbox=dict(boxstyle="round,pad=0.45", fc=MAP_FILL[kind],
+                                       ec="#444444", lw=0.8))
+    for a, b, words, kind in MAP_EDGES:
+        st = EDGE_STYLE[kind]
+        ax.annotate("", xy=MAP_NODES[b][:2], xytext=MAP_NODES[a][:2], zorder=2,
+                    arrowprops=dict(arrowstyle="-|>", color=st["color"], ls=st["ls"],
+                                    lw=1.2, mutation_scale=12,
+                                    patchA=boxes[a].get_bbox_patch(),
+                                    patchB=boxes[b].get_bbox_patch(), shrinkA=2, shrinkB=2))
+        t = LABEL_AT.get((a, b), 0.5)
+        xm = (1 - t) * MAP_NODES[a][0] + t * MAP_NODES[b][0]
+        ym = (1 - t) * MAP_NODES[a][1] + t * MAP_NODES[b][1]
+        ax.text(xm, ym, words, ha="center", va="center", fontsize=7.5, color=st["color"],
+                style="italic" if kind == "fix" else "normal", zorder=4,
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
+    for x, label in ((1.3, "problems"), (5.0, "mechanisms"), (8.8, "failure")):
+        ax.text(x, 7.35, label, ha="center", fontsize=10, weight="bold", color="#555555")
+    ax.plot([], [], color=EDGE_STYLE["cause"]["color"], label="causes")
+    ax.plot([], [], color=EDGE_STYLE["fix"]["color"], ls="--", label="a fix acts here")
+    ax.legend(loc="lower center", ncol=2, fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    ax.set_xlim(-0.3, 10.6)
+    ax.set_ylim(0.0, 7.7)
+    ax.set_axis_off()
+    return fig
+
+
+# ------------------------------------------------------------------ chapter 2: anatomy
+def anatomy_losses_figure(P, records, task_name: str, depth: int, lr: float, steps: int):
+    """The training losses of chapter 2's three wirings (one seed each)."""
+    fig, ax = plot.figure(P, width=7.6, height=3.8)
+    plot.loss_curves(ax, sweep.histories(records), smooth=5)
+    ax.set_title(f"{task_name}, N = {depth} + {depth} layers, lr {lr:g}, no warmup, "
+                 f"{steps} steps")
+    ax.set_ylim(bottom=0)
+    return fig
+
+
+def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
+                     batch_size: int, task_name: str) -> str:
+    """Glue the ``an-*`` values of chapter 2's run and return its Markdown table.
+
+    ``keys`` maps the short names ``post``, ``pre``, ``admin`` to the run labels. The table
+    gives each wiring's outcome (by ``tfx.runs.outcome``), its held-out loss at the end and
+    the first step at which its 5-step average training loss fell below 1 nat per token."""
+    summ = sweep.summary(records)
+    hs = sweep.histories(records)
+    glue("an-N", depth)
+    glue("an-task", task_name)
+    glue("an-lr", lr)
+    glue("an-steps", steps)
+    glue("an-batch", batch_size)
+    chance = records[0].history.chance_loss
+    glue("an-chance", chance)
+    rows = []
+    for key, label in keys.items():
+        s = summ[label]
+        glue(f"an-{key}-status", s["verdicts"][0])
+        glue(f"an-{key}-loss", s["losses"][0])  # held out, at the end
+        t1 = sweep.steps_to_loss(hs[label], 1.0)
+        if key != "post":
+            glue(f"an-{key}-t1", f"at step {t1}" if t1 else "never within the run")
+        rows.append((label, s["verdicts"][0], f"{s['losses'][0]:.3f}",
+                     t1 if t1 is not None else "never"))
+    glue("an-time", sum(s["wall_time"] for s in summ.values()))
+    post, pre, admin = (summ[keys[k]] for k in ("post", "pre", "admin"))
+    glue("an-admin-vs-pre", "below" if admin["losses"][0] < pre["losses"][0] else "above")
+    post_h = hs[keys["post"]]
+    post_avg = np.convolve(post_h.loss, np.ones(5) / 5, mode="valid")  # as in the figure
+    near = sweep.steps_to_loss(post_h, 1.1 * post_h.chance_loss)  # within 10 % of chance
+    glue("an-post-near-chance", str(near) if near else "never (within the run)")
+    glue("an-post-min", float(np.nanmin(post_avg)))
+    glue("an-post-min-frac", 100 * float(np.nanmin(post_avg)) / post_h.chance_loss)
+    glue("an-post-learned", "it did not learn" if post["verdicts"][0] == "did not learn"
+         else f"its outcome: {post['verdicts'][0]}")
+    glue("an-post-finite", "every step's loss was finite" if np.isfinite(post_h.loss).all()
+         else "some steps' losses were not finite")
+    post_fails = post["verdicts"][0] != "learned"
+    others = pre["verdicts"][0] == "learned" and admin["verdicts"][0] == "learned"
+    glue("an-verdict", "shows the ordering" if post_fails and others else
+         "shows it only in part" if post_fails else "does not show the ordering")
+    return md_table(("wiring", "outcome", "held-out loss (nats/token)",
+                     "first step below 1 nat"), rows)
+
+
+def v1_layers_to_fade(sigma: float = 1.2, share: float = 0.01) -> tuple:
+    """How many v1 sub-layers, each scaling the carried residual by 1/σ (γ = 1), bring the
+    embedding's share below ``share``: (ln(1/share)/ln σ, the first whole k past it,
+    encoder layers of two sub-layers that takes)."""
+    if sigma <= 1 or not 0 < share < 1:
+        raise ValueError(f"sigma={sigma} must be > 1 and share={share} in (0, 1)")
+    k = math.log(1 / share) / math.log(sigma)
+    kmin = math.floor(k) + 1
+    return k, kmin, math.ceil(kmin / 2)
+
+
+def source_of(fn) -> str:
+    """The source of a function or method without its docstring and comments: the lines a
+    reader compares with the equations (chapter 2 prints ``tfx.nn.blocks.Residual``'s)."""
+    import ast
+    import inspect
+    import io
+    import textwrap
+    import tokenize
+
+    src = textwrap.dedent(inspect.getsource(fn))
+    cuts = {t.start[0]: t.start[1] for t in tokenize.generate_tokens(io.StringIO(src).readline)
+            if t.type == tokenize.COMMENT}
+    src = "\n".join(line[:cuts[i]].rstrip() if i in cuts else line
+                    for i, line in enumerate(src.splitlines(), 1)) + "\n"
+    node = ast.parse(src).body[0]
+    first = node.body[0] if node.body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return src.rstrip("\n")
+    lines = src.splitlines()
+    return "\n".join(lines[:first.lineno - 1] + lines[first.end_lineno:])
+
+
+def count_layer_norms(model) -> int:
+    """The ``torch.nn.LayerNorm`` modules of a model."""
+    import torch
+
+    return sum(isinstance(m, torch.nn.LayerNorm) for m in model.modules())
+
+
+def glue_anatomy_exercises(warm_records, records, keys: dict, depth: int) -> dict:
+    """Glue chapter 2's exercise answers: the Post-LN run with warmup (ex. 1), the v1 fade
+    (ex. 2), and the sub-layers and LayerNorms of an N+N model (ex. 3); returns them."""
+    from ..nn.model import build_model
+
+    s = sweep.summary(warm_records)
+    (warm,) = s.values()
+    k, kmin, layers = v1_layers_to_fade()
+    cfg = {r.label: r.config for r in records}[keys["post"]]
+    pre_cfg = cfg.replace(placement="pre", enc_placement="pre", dec_placement="pre")
+    post, pre = build_model(cfg), build_model(pre_cfg)
+    out = {"an-ex1-status": warm["verdicts"][0], "an-ex1-loss": warm["losses"][0],
+           "an-ex2-k": k, "an-ex2-kmin": kmin, "an-ex2-layers": layers,
+           "an-ex3-subs": len(list(post.residuals())),
+           "an-ex3-post-norms": count_layer_norms(post),
+           "an-ex3-pre-norms": count_layer_norms(pre)}
+    for name, v in out.items():
+        glue(name, v)
+    return out
+
+
+# ------------------------------------------------------------ chapter 3: LN Jacobian
+def ln_jacobian_figure(P, widths, input_norms, measured: dict, predicted: dict):
+    """Autograd's spectral norm (dots) against the formula (lines), ε = 0 (left) and
+    ε = 1e-5 (right); ``measured`` and ``predicted`` are keyed by (d, ε)."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plot.figure(P, ncols=2)
+    for k, d in enumerate(widths):
+        shade = plt.cm.viridis(k / max(1, len(widths) - 1) * 0.8)
+        a.loglog(input_norms, predicted[d, 0.0], color=shade, lw=1, label=f"formula, d = {d}")
+        a.loglog(input_norms, measured[d, 0.0], "o", color=shade, ms=3)
+        b.loglog(input_norms, predicted[d, 1e-5], color=shade, lw=1)
+        b.loglog(input_norms, measured[d, 1e-5], "o", color=shade, ms=3,
+                 label=f"autograd, d = {d}")
+    a.set_title("eps = 0: a line of slope −1")
+    b.set_title("eps = 1e-5: flat below ‖x − μ‖ ≈ √(d·eps)")
+    for ax in (a, b):
+        ax.set_xlabel(r"$\|x-\mu\|$")
+        ax.legend(fontsize=7)
+    a.set_ylabel(r"$\|J_{LN}(x)\|_2$")
+    return fig
+
+
+def pre_ln_jacobian_figure(P, jac, stream_norms, d: int):
+    """Measured LayerNorm Jacobian norm in front of each FFN of a Pre-LN encoder, beside
+    √d/‖x_l‖ from the stream's plain norm."""
+    layers = np.arange(1, len(jac) + 1)
+    fig, a = plot.figure(P)
+    a.plot(layers, jac, "o-", color=plot.color("pre"),
+           label=r"measured $\|J_{LN}\|_2$ (Pre-LN, FFN norm)")
+    a.plot(layers, np.sqrt(d) / np.asarray(stream_norms), "--", color="#444444",
+           label=r"$\sqrt{d}/\|x_l\|$ from the stream")
+    a.set_xlabel("layer l")
+    a.set_ylabel("LayerNorm Jacobian norm")
+    a.set_ylim(bottom=0)
+    a.legend()
+    return fig
+
+
+def monte_carlo_table(rows) -> str:
+    """LN-2's Monte Carlo rows (d, σ, estimate, σ²d/2) as a Markdown table."""
+    return md_table(("$d$", "$\\sigma$", "Monte Carlo $\\mathbb E\\|\\mathrm{ReLU}(X)\\|^2$",
+                     "$\\sigma^2 d/2$"),
+                    [(d, f"{s:g}", f"{mc:.3f}", f"{pred:.3f}") for d, s, mc, pred in rows])
+
+
+def ln_exercises(jacobian, d: int = 64, radius: float = 8.0, shift: float = 100.0,
+                 seed: int = 0) -> dict:
+    """Chapter 3's exercises, computed: the Jacobian norm of LayerNorm at a centred input of
+    norm ``radius`` and at the same input shifted by ``shift`` (ex. 1); RMSNorm's measured
+    norm against √d/‖x‖ at the shifted input (ex. 2); a LayerNorm with random gains against
+    the bound max|γ|·√d/‖x−μ‖ (ex. 3). Glues the ``ln_ex*`` values; returns them."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(d, generator=g, dtype=torch.float64)
+    x = radius * (x - x.mean()) / (x - x.mean()).norm()
+    out = {"ln_ex1_centred": jacobian.ln_jacobian_norm(x, eps=0.0),
+           "ln_ex1_shifted": jacobian.ln_jacobian_norm(x + shift, eps=0.0),
+           "ln_ex1_plain_norm": float((x + shift).norm()),
+           "ln_ex1_plain_bound": math.sqrt(d) / float((x + shift).norm())}
+    rms = torch.nn.RMSNorm(d, eps=0.0).double()
+    out["ln_ex2_rms_centred"] = jacobian.ln_jacobian_norm(x, rms)
+    out["ln_ex2_rms_shifted"] = jacobian.ln_jacobian_norm(x + shift, rms)
+    out["ln_ex2_rms_formula"] = math.sqrt(d) / float((x + shift).norm())
+    ln = torch.nn.LayerNorm(d, eps=0.0).double()
+    with torch.no_grad():
+        ln.weight.copy_(1 + 0.5 * torch.randn(d, generator=g, dtype=torch.float64))
+    measured = jacobian.ln_jacobian_norm(x, ln)
+    bound = float(ln.weight.detach().abs().max()) * math.sqrt(d) / radius
+    out["ln_ex3_measured"] = measured
+    out["ln_ex3_bound"] = bound
+    out["ln_ex3_ratio"] = measured / bound
+    k = int(ln.weight.detach().abs().argmax())  # the coordinate with the largest gain
+    out["ln_ex3_factor"] = math.sqrt(1 - 1 / d - float(x[k] ** 2 / x.norm() ** 2))
+    for k, v in out.items():
+        glue(k, float(v))
+    return out
+
+
+# ------------------------------------------------------ chapter 4: gradients at init
+def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int, hidden):
+    """LN-3: E‖x‖²/d of the FFN residual sum per layer, in Lemma 2's simplified setting
+    (left) and in the book's model (right), with Lemma 2's predictions."""
+    r = P.d_ffn / P.d_model
+    post_real_pred = 1 + 2 * r / (1 + r) ** 2
+    fig, (a, b) = plot.figure(P, ncols=2)
+    for ax, setting in ((a, "simplified"), (b, "real")):
+        for placement in ("post", "pre"):
+            m = norms[setting, placement]
+            ax.errorbar(layers, m.mean(0), yerr=m.std(0), fmt="o-", ms=3, capsize=2,
+                        color=plot.color(placement), label=f"{placement}-LN measured")
+        x0 = 1.0 if setting == "simplified" else inputs["pre"]
+        lo, hi = zip(*(hidden.pre_ln_hidden_norm_sq_bounds(l, 1, x0) for l in layers))
+        ax.fill_between(layers, lo, hi, color=plot.color("pre"), alpha=0.15,
+                        label="Pre-LN bounds of Lemma 2")
+        ax.axhline(hidden.post_ln_hidden_norm_sq(d) / d, ls="--", lw=1,
+                   color=plot.color("post"), label="1.5: Lemma 2, Post-LN")
+        if setting == "real":
+            ax.axhline(post_real_pred, ls=":", lw=1, color=plot.color("post"),
+                       label=f"{post_real_pred:.2f}: d_ffn = {r:.0f}d")
+        ax.set_title(f"{setting} setting")
+        ax.set_xlabel("layer l")
+        ax.legend(fontsize=7)
+    a.set_ylabel(r"$\mathbb{E}\,\|x\|^2 / d$ of the FFN residual sum")
+    return fig
+
+
+def glue_hidden_norms(P, norms: dict, inputs: dict, layers, n_seeds: int, depth: int,
+                      fit, hidden) -> dict:
+    """Glue LN-3's ``ln3_*`` values; returns the Pre-LN growth per block in both settings
+    and, per layer, whether the simplified Pre-LN mean lies inside Lemma 2's bounds."""
+    r = P.d_ffn / P.d_model
+    pre_simp = norms["simplified", "pre"].mean(0)
+    slope_simp = float(fit.fit_linear(layers, pre_simp)[0])
+    slope_real = float(fit.fit_linear(layers, norms["real", "pre"].mean(0))[0])
+    inside = [lo <= v <= hi for l, v in zip(layers, pre_simp)
+              for lo, hi in [hidden.pre_ln_hidden_norm_sq_bounds(l, 1)]]
+    glue("ln3_seeds", n_seeds)
+    glue("ln3_depth", depth)
+    glue("ln3_post_simp", float(norms["simplified", "post"].mean()))
+    glue("ln3_post_real", float(norms["real", "post"].mean()))
+    glue("ln3_post_real_pred", 1 + 2 * r / (1 + r) ** 2)
+    glue("ln3_pre_slope_simp", slope_simp)
+    glue("ln3_pre_slope_real", slope_real)
+    glue("ln3_pre_inside", f"{sum(inside)} of {len(inside)}")
+    glue("ln3_input_real", inputs["pre"])
+    glue("ln3_pre_last_simp", float(pre_simp[-1]))
+    return {"slope_simp": slope_simp, "slope_real": slope_real, "inside": inside}
+
+
+def last_grad_figure(P, depths, grad: dict, expo: dict, fit, gradients):
+    """LN-4: the last FFN weight's gradient norm against depth (seed mean ± sd), the fitted
+    power law and the per-seed exponent's 95 % interval in the legend."""
+    fig, a = plot.figure(P)
+    for pl in ("post", "pre"):
+        last = np.array([g[:, -1].mean() for g in grad[pl]])
+        sd = np.array([g[:, -1].std() for g in grad[pl]])
+        k, c, _ = fit.fit_loglog(depths, last)
+        a.errorbar(depths, last, yerr=sd, fmt="o", capsize=2, color=plot.color(pl),
+                   label=f"{pl}-LN: exponent {expo[pl]['exponent']:+.2f} "
+                         f"[{expo[pl]['low']:+.2f}, {expo[pl]['high']:+.2f}] "
+                         f"(theory {gradients.expected_exponent(pl):+.1f})")
+        grid = np.geomspace(min(depths), max(depths), 50)
+        a.plot(grid, c * grid ** k, "--", lw=1, color=plot.color(pl))
+    a.set_yscale("log")
+    plot.log_ticks(a, depths)
+    a.set_xlabel("layers N")
+    a.set_ylabel(r"$\|\partial \mathcal{L} / \partial W^{2,N}\|_F$")
+    a.legend(fontsize=8)
+    return fig
+
+
+def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
+                   embed: float, growth: float, fit, gradients) -> dict:
+    """Glue LN-4's ``ln4_*`` values. ``embed`` (e) and ``growth`` (g) are LN-3's embedding
+    share and Pre-LN growth per block of the real model: the final LayerNorm then reads
+    E‖x_N‖² ≈ (e + g·N)·d. Returns, per placement, whether the theory's exponent lies inside
+    its 95 % interval."""
+    depths = list(depths)
+    last = {pl: np.array([g[:, -1].mean() for g in grad[pl]]) for pl in grad}
+    paper = [i for i, n in enumerate(depths) if 6 <= n <= 14] or list(range(len(depths)))
+    for pl in expo:
+        glue(f"ln4_k_{pl}", expo[pl]["exponent"])
+        glue(f"ln4_k_{pl}_lo", expo[pl]["low"])
+        glue(f"ln4_k_{pl}_hi", expo[pl]["high"])
+    glue("ln4_post_mean", float(last["post"].mean()))
+    glue("ln4_post_paper_range", float(last["post"][paper].mean()))
+    glue("ln4_post_min", float(last["post"].min()))
+    glue("ln4_post_max", float(last["post"].max()))
+    glue("ln4_pre_first", float(last["pre"][0]))
+    glue("ln4_pre_last", float(last["pre"][-1]))
+    glue("ln4_depths", ", ".join(map(str, depths)))
+    glue("ln4_seeds", seeds)
+    glue("ln4_d", d)
+    glue("ln4_ex_pred", float(np.sqrt((embed + 6 * growth) / (embed + 24 * growth))))
+    glue("ln4_ex_fit", float(4 ** expo["pre"]["exponent"]))
+    k_offset = fit.fit_loglog(depths, [(embed + growth * n) ** -0.5 for n in depths])[0]
+    glue("ln4_k_offset", k_offset)
+    glue("ln4_offset_share", 100 * (k_offset + 0.5) / (expo["pre"]["exponent"] + 0.5))
+    halves = {pl: bool(expo[pl]["low"] <= gradients.expected_exponent(pl) <= expo[pl]["high"])
+              for pl in expo}
+    for pl, ok in halves.items():
+        glue(f"ln4_{pl}_verdict", "inside" if ok else "outside")
+    return halves
+
+
+def profiles_figure(P, prof: dict, stats: dict):
+    """LN-5: every layer's FFN gradient, Post-LN and Pre-LN side by side (mean ± sd)."""
+    n = next(iter(prof.values())).shape[1]
+    fig, a = plot.figure(P, width=7.5)
+    w = 0.4
+    for k, pl in enumerate(("post", "pre")):
+        a.bar(np.arange(1, n + 1) + (k - 0.5) * w, prof[pl].mean(0), w,
+              yerr=prof[pl].std(0), capsize=2, color=plot.color(pl),
+              label=f"{pl}-LN: Spearman {stats[pl]['spearman']:+.2f}, "
+                    f"top/bottom {stats[pl]['last_over_first']:.2f}")
+    a.set_xticks(np.arange(1, n + 1))
+    a.set_xlabel("layer l")
+    a.set_ylabel(r"$\|\partial \mathcal{L} / \partial W^{2,l}\|_F$")
+    a.legend(fontsize=8)
+    return fig
+
+
+def glue_profiles(stats: dict, shape_iv: dict, shape: dict, depth: int) -> str:
+    """Glue LN-5's ``ln5_*`` values and return them as a Markdown table."""
+    rows = []
+    for pl in ("post", "pre"):
+        glue(f"ln5_{pl}_spearman", stats[pl]["spearman"])
+        glue(f"ln5_{pl}_ratio", stats[pl]["last_over_first"])
+        glue(f"ln5_{pl}_slope", shape_iv[pl]["exponent"])
+        glue(f"ln5_{pl}_slope_lo", shape_iv[pl]["low"])
+        glue(f"ln5_{pl}_slope_hi", shape_iv[pl]["high"])
+        rows.append((f"{pl.capitalize()}-LN", shape[pl], f"{stats[pl]['spearman']:+.2f}",
+                     f"{stats[pl]['last_over_first']:.2f}",
+                     f"{shape_iv[pl]['exponent']:+.2f} ({shape_iv[pl]['low']:+.2f} to "
+                     f"{shape_iv[pl]['high']:+.2f})"))
+    glue("ln5_depth", depth)
+    glue("ln5_verdict_post", "rises toward the output, as in the paper"
+         if shape["post"] == "rises" else f"{shape['post']}, unlike the paper's rising profile")
+    glue("ln5_verdict_pre", "is about flat, as in the paper" if shape["pre"] == "about flat"
+         else ("falls toward the output, unlike the paper's flat profile"
+               if shape["pre"] == "falls" else f"is {shape['pre']}, not clearly flat"))
+    return md_table(("placement", "shape", "Spearman ρ", "top / bottom",
+                     "log-log slope (95 % interval)"), rows)
+
+
+def post_ln_sum_norm(r: float) -> float:
+    """Lemma 2 redone for Xavier d×rd and rd×d FFN weights: E‖x^{post,5}‖²/d = 1 + 2r/(1+r)²
+    (chapter 4, exercise 3)."""
+    if r <= 0:
+        raise ValueError(f"r={r} (the FFN's width over d) must be > 0")
+    return 1 + 2 * r / (1 + r) ** 2
+
+
+def gradient_exercises(P, task, hidden, gradients, fit, seeds: int = 3) -> dict:
+    """Chapter 4's exercises, measured. Ex. 2: the Pre-LN exponent of LN-4 without the √d
+    embedding scale (``embed_scale=False``), over ``P.depths`` and ``seeds`` seeds. Ex. 3:
+    E‖x^{post,5}‖²/d of Post-LN models with FFN width r·d, r = 1, 2, 8, on the reverse task,
+    beside :func:`post_ln_sum_norm`. Glues ``ln4_ex2_*`` and ``ln3_ex3_*``; returns them."""
+    from ..nn.model import build_model
+
+    kw = P.model_kwargs()
+    grads = np.array([gradients.ffn_grad_profiles(task, "pre", n, seeds=seeds,
+                                                  batch_size=P.batch_size, embed_scale=False,
+                                                  **kw)[:, -1] for n in P.depths])
+    expo = fit.exponent_interval(P.depths, grads)
+    out = {"ln4_ex2_k": expo["exponent"], "ln4_ex2_lo": expo["low"],
+           "ln4_ex2_hi": expo["high"], "ln4_ex2_seeds": seeds}
+    for r in (1, 2, 8):
+        m = build_model(n_enc=P.deep, n_dec=0, placement="post", src_vocab=task.src_vocab,
+                        tgt_vocab=task.tgt_vocab, seed=0, **{**kw, "d_ffn": r * P.d_model})
+        h = hidden.hidden_norms(m, task.batch(0, P.batch_size))
+        out[f"ln3_ex3_r{r}"] = float(h["ffn_sum"].mean() / P.d_model)
+        out[f"ln3_ex3_r{r}_pred"] = post_ln_sum_norm(r)
+    for k, v in out.items():
+        glue(k, v)
+    return out

@@ -1,0 +1,556 @@
+"""What the training chapters (11, 12, 12b: warmup, Adam and depth) show but do not teach.
+
+A chapter keeps the code a reader learns from (a sweep loaded, an effect computed, a probe
+called); the tables, the verdict lines and the drawing of its figures live here, so that the
+page reads as prose with captioned figures (``tfx/book/page.py``).
+
+    effects_table       paired effects (tfx.runs.effects) as a Markdown table, one row each
+    effects_figure      the same effects as a forest plot
+    effects_sentence    a plain sentence from effects: what was compared, by how much, verdict
+    outcome_counts      'learned 4, still learning 1 of 5' (tfx.runs.outcome)
+    outcome_table       those counts for every cell of a sweep's two axes
+    gpu_markdown        a chapter's "At GPU scale" section: GPU records, or one sentence
+    …_figure            each chapter's figures, drawn from recorded sweeps
+"""
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+
+from ..runs import outcome, results, sensitivity
+from ..runs.sweep import first_step_below
+from .plot import color, effects_plot, figure, lr_curves
+
+PALETTE = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
+           "Admin (profiling-free)": "#1b9e77", "Post-LN enc / Pre-LN dec": "#666666",
+           "T-Fixup (no LN)": color("t-fixup"), "Lipschitz init (Post-LN)": color("lipschitz")}
+WARM_COLORS = ("#d95f02", "#e6ab02", "#66a61e", "#1b9e77")
+
+
+def cell(text) -> str:
+    """Text made safe for a cell of a GFM table: a ``|`` (as in |g|) would end the cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+# --------------------------------------------------------------------------- effects
+def _interval(e, fmt: str) -> str:
+    if not (math.isfinite(e.low) and math.isfinite(e.high)):
+        return "none (one seed)"
+    return f"{fmt.format(e.low)} to {fmt.format(e.high)}"
+
+
+def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison") -> str:
+    """A Markdown table of paired effects: one row per ``(label, Effect)`` with the mean
+    difference (with its unit), the 95 % interval, how many seeds fall on the side the claim
+    predicts, and the verdict (:data:`tfx.runs.effects.VERDICTS`)."""
+    items = list(items)
+    if not items:
+        raise ValueError("items must hold at least one (label, Effect) pair")
+    lines = [f"| {head} | mean difference | 95 % interval | seeds on the predicted side "
+             "| verdict |", "|---|---|---|---|---|"]
+    for label, e in items:
+        unit = f" {e.unit}" if e.unit else ""
+        side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
+        lines.append(f"| {cell(label)} | {fmt.format(e.mean)}{unit} | {_interval(e, fmt)} | "
+                     f"{e.agreeing} of {e.n} ({side}) | {e.verdict} |")
+    return "\n".join(lines)
+
+
+def effects_figure(P, items, title: str, wrap: int = 48, xlabel="paired difference (nats)"):
+    """A forest plot (:func:`tfx.book.plot.effects_plot`) of ``(label, Effect)`` items, one
+    row each, labels wrapped at ``wrap`` characters; returns the figure."""
+    items = [(textwrap.fill(label, wrap), e) for label, e in items]
+    fig, ax = figure(P, width=8.0, height=0.6 * len(items) + 1.2)
+    effects_plot(ax, items, title=title, xlabel=xlabel)
+    ax.tick_params(axis="y", labelsize=9)  # readable where the page shrinks the figure
+    return fig
+
+
+def effects_sentence(opening: str, items, fmt: str = "{:+.2f}", interval: bool = True) -> str:
+    """One plain sentence from ``(phrase, Effect)`` items: '<opening> <phrase> by +0.23 nats
+    (95 % CI +0.14 to +0.31; as the paper predicts); …' (without the interval if
+    ``interval`` is false). Built from the effects, so it changes when the records do (the
+    closing chapter cites these sentences)."""
+    say = {"reproduces": "as the paper predicts", "reversed": "the opposite of the paper",
+           "not resolved at this scale": "not resolved at this scale"}
+    parts = []
+    for phrase, e in items:
+        unit = f" {e.unit}" if e.unit else ""
+        ci = f"95 % CI {_interval(e, fmt)}; " if interval else ""
+        parts.append(f"{phrase} by {fmt.format(e.mean)}{unit} ({ci}{say[e.verdict]})")
+    if not parts:
+        raise ValueError("items must hold at least one (phrase, Effect) pair")
+    return f"{opening} " + "; ".join(parts) + "."
+
+
+def verdict_tally(effects_) -> str:
+    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``."""
+    verdicts = [e.verdict for e in effects_]
+    if not verdicts:
+        raise ValueError("effects_ must hold at least one Effect")
+    counts = {v: verdicts.count(v) for v in dict.fromkeys(
+        ("reproduces", "reversed", "not resolved at this scale"))}
+    words = {"reproduces": ("reproduces", "reproduce"),
+             "reversed": ("is reversed", "are reversed"),
+             "not resolved at this scale": ("is not resolved at this scale",
+                                            "are not resolved at this scale")}
+    parts = []
+    for v, n in counts.items():
+        if n:
+            of = "" if parts else f" of {len(verdicts)}"
+            parts.append(f"{n}{of} {words[v][n != 1]}")
+    return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- outcomes
+def outcome_counts(rs) -> str:
+    """'still learning 2, did not learn 3 of 5': the outcome counts of runs ``rs``."""
+    s = outcome.summarize(rs)
+    return ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + f" of {s['n']}"
+
+
+def outcome_table(records, rows: str, cols: str, col_names=None) -> str:
+    """A Markdown table of :func:`outcome_counts` for every variant of ``rows`` × ``cols``."""
+    order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
+    row_names, cols_ = order(rows), order(cols)
+    heads = [cell((col_names or {}).get(c, c)) for c in cols_]
+    lines = [f"| {rows} | " + " | ".join(heads) + " |", "|---" * (len(cols_) + 1) + "|"]
+    for rn in row_names:
+        lines.append(f"| {cell(rn)} | " + " | ".join(
+            outcome_counts(results.select(records, **{rows: rn, cols: cn})) or "—"
+            for cn in cols_) + " |")
+    return "\n".join(lines)
+
+
+def median_first_last(rs):
+    """Median validation loss at the first and the last evaluation of runs ``rs``, and in
+    how many of them the last is the lower."""
+    firsts = [r.history.eval_loss[0] for r in rs]
+    lasts = [r.history.eval_loss[-1] for r in rs]
+    fell = sum(last < first for first, last in zip(firsts, lasts))
+    return float(np.median(firsts)), float(np.median(lasts)), fell
+
+
+# --------------------------------------------------------------------------- GPU section
+def gpu_markdown(gpu: dict, axes: dict) -> str:
+    """The "At GPU scale" section's body. ``gpu``: ``{experiment: full-profile records}``;
+    ``axes``: ``{experiment: (rows, cols)}`` of its table. Where records exist: their
+    provenance (device, code version, date; fixtures say so) and their tables, one per warmup
+    where the sweep has a warmup axis that is not the columns; where none do, one sentence."""
+    out, missing = [], []
+    for name, recs in gpu.items():
+        if not recs:
+            missing.append(name)
+            continue
+        rows, cols = axes[name]
+        out.append(f"**{name}**: {len(recs)} runs · {results.provenance(recs)}")
+        by_warmup = cols != "warmup" and "warmup" in recs[0].point
+        arms = sorted({r.point["warmup"] for r in recs}) if by_warmup else [None]
+        for w in arms:
+            part = results.select(recs, warmup=w) if w else recs
+            out.append((f"warmup **{w}**\n\n" if w else "")
+                       + results.table(part, rows=rows, cols=cols))
+    if missing:
+        out.append(f"GPU results for {', '.join(missing)} are not in yet; the box at the "
+                   "end of the page says how to run them.")
+    return "\n\n".join(out)
+
+
+# --------------------------------------------------------------------------- chapter 11
+def radam_figure(P, t, betas2=(0.95, 0.98, 0.999)):
+    """Left: Var[ψ] against ρ, exact and first order (eq-wu-var). Right: RAdam's r_t."""
+    from ..theory import adam
+
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.4)
+    rho = np.geomspace(2.05, 2000, 400)
+    ax1.plot(rho, adam.adaptive_lr_variance(rho, exact=True), color="k", label="exact")
+    ax1.plot(rho[rho > 4.2], adam.adaptive_lr_variance(rho[rho > 4.2]), "--",
+             color="0.5", label="first order (delta method)")
+    ax1.set(xscale="log", yscale="log", xlabel="ρ (gradients averaged)",
+            ylabel="Var[ψ]  (σ = 1)", title="variance of the adaptive learning rate")
+    ax1.legend()
+    for b2, c in zip(betas2, ("#1b9e77", "#d95f02", "#7570b3")):
+        ax2.plot(t, adam.radam_rectification(t, b2), color=c,
+                 label=f"β₂ = {b2}  (ρ∞ = {adam.radam_rho_inf(b2):.0f})")
+    ax2.set(xscale="log", xlabel="step t", ylabel="r_t",
+            title="RAdam's factor: a warmup set by β₂")
+    ax2.legend(loc="upper left")
+    return fig
+
+
+def _final_or_top(rs, top):
+    """Each run's held-out loss at the end, capped at ``top``; a diverged run at ``top``."""
+    return [top if r.status == "diverged" else min(sensitivity.curve_loss(r), top)
+            for r in rs]
+
+
+def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
+    """Left: Post-LN's final loss against warmup per optimiser, with the no-warmup fixes.
+    Right: Post-LN's training curves at the higher Adam rate, every seed."""
+    chance = recs[0].history.chance_loss
+    top = 1.15 * chance
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6)
+    x = np.arange(len(warmups))
+    for k, (opt, c) in enumerate(zip(optimisers, ("#7570b3", "#d95f02", "#666666"))):
+        ys = [_final_or_top(results.select(recs, optimizer=opt, **{"train.warmup": w}), top)
+              for w in warmups]
+        ax1.plot(x + 0.05 * k, [np.mean(y) for y in ys], "-", color=c, label=opt)
+        for xi, y in zip(x, ys):
+            ax1.plot([xi + 0.05 * k] * len(y), y, "o", color=c, ms=4, alpha=0.7)
+    for name, fix, c in (("Pre-LN, Adam, no warmup", "Pre-LN, Adam", color("pre")),
+                         ("Post-LN, RAdam, no warmup", "Post-LN, RAdam", "#1b9e77")):
+        rs = results.select(fix_recs, fix=fix)
+        ax1.plot([-0.25] * len(rs), _final_or_top(rs, top), "D", color=c, ms=5, label=name)
+    ax1.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
+    ax1.set(xticks=x, xticklabels=warmups, ylabel="held-out loss at the end (nats)",
+            yscale="log", title="Post-LN: final loss against warmup")
+    ax1.legend(fontsize=7)
+    for w, c in zip(warmups, (WARM_COLORS[0], WARM_COLORS[1], WARM_COLORS[3])):
+        for r in results.select(recs, optimizer=hi, **{"train.warmup": w}):
+            ax2.plot(r.history.step, r.history.loss, color=c, lw=0.8, alpha=0.8,
+                     label=w if r.seed == 0 else None)
+    ax2.axhline(chance, color="0.6", ls=":", lw=1)
+    ax2.set(yscale="log", xlabel="step", ylabel="training loss",
+            title=f"Post-LN, {hi}, every seed")
+    ax2.legend(fontsize=7)
+    return fig
+
+
+def post_ln_windows_figure(P, post_recs):
+    """Post-LN's final loss against the learning rate, with and without warmup, one panel
+    per depth, every seed (the lr-sensitivity sweep)."""
+    depths = list(dict.fromkeys(r.point["depth"] for r in post_recs))
+    warms = list(dict.fromkeys(r.point["warmup"] for r in post_recs))
+    fig, axes = figure(P, ncols=len(depths), width=9.4, height=3.4)
+    h = post_recs[0].history
+    for ax, dp in zip(np.atleast_1d(axes), depths):
+        for w, c in zip(warms, (WARM_COLORS[0], WARM_COLORS[3])):
+            for seed, (lrs, vals) in sensitivity.curves(
+                    results.select(post_recs, depth=dp, warmup=w)).items():
+                ax.plot(lrs, vals, "-o", ms=3, lw=1, color=c, label=w if seed == 0 else None)
+        ax.axhline(h.chance_loss, color="0.6", ls=":", lw=1)
+        ax.axhline(h.floor_loss, color="0.6", ls="--", lw=1)
+        ax.set(xscale="log", xlabel="learning rate", title=f"Post-LN, {dp}, every seed",
+               ylabel="held-out loss at the end (nats)")
+        ax.legend(fontsize=7)
+    return fig
+
+
+def windows_table(records, rows: str, cols: str) -> str:
+    """A Markdown table: for every variant of ``rows`` × ``cols``, the number of learning
+    rates each seed learned at (its *window*, :func:`tfx.runs.sensitivity.windows`) and the
+    LR sensitivity's median and range over seeds (:func:`tfx.runs.sensitivity.summarize`)."""
+    order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
+    cols_ = order(cols)
+    lines = [f"| {rows} | " + " | ".join(map(cell, cols_)) + " |",
+             "|---" * (len(cols_) + 1) + "|"]
+    for rn in order(rows):
+        cells = []
+        for cn in cols_:
+            rs = results.select(records, **{rows: rn, cols: cn})
+            win = ", ".join(map(str, sensitivity.windows(rs).values()))
+            s = sensitivity.summarize(rs)
+            cells.append(f"{win} (LRS {s['median']:.2f}; {s['low']:.2f}–{s['high']:.2f})")
+        lines.append(f"| {cell(rn)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def steps_to_target(runs, target):
+    """{seed: the first evaluation step at which the validation loss is at or below
+    ``target``} (None for a run that never gets there)."""
+    return {r.seed: first_step_below(r.history.eval_step, r.history.eval_loss, target)
+            for r in runs}
+
+
+def wu2_figure(P, groups, target, title):
+    """Validation loss of every seed of each ``(name, runs, colour)`` group, and the target."""
+    fig, ax = figure(P, width=6.4, height=3.4)
+    for name, rs, c in groups:
+        for r in rs:
+            ax.plot(r.history.eval_step, r.history.eval_loss, "-o", ms=2.5, color=c, lw=1,
+                    label=name if r is rs[0] else None)
+    ax.axhline(target, color="0.4", ls="--", lw=1, label="target")
+    ax.set(yscale="log", xlabel="step", ylabel="validation loss (nats)", title=title)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def first_steps_figure(P, first, names, seed):
+    """Six heat maps, one colour scale: for ``names`` (no warmup, the longest) side by side,
+    the histograms over steps of log10 of the source embedding's |g|, its |Δθ|/η and every
+    matrix's |Δθ|/η, for one seed (:func:`tfx.theory.adam.first_steps`)."""
+    import matplotlib.colors as mcolors
+
+    views = (("grad_hist", "embedding |g|"), ("update_hist", "embedding |Δθ|/η"),
+             ("pooled_update_hist", "every matrix |Δθ|/η"))
+    top = max(float(np.log1p(getattr(first[w, seed], a)).max()) for w in names for a, _ in views)
+    norm = mcolors.Normalize(0, top)
+    fig, axes = figure(P, ncols=2, nrows=3, width=9.4, height=8.2)
+    for col, w in enumerate(names):
+        fs = first[w, seed]
+        for row, (attr, what) in enumerate(views):
+            h, ax = getattr(fs, attr), axes[row][col]
+            used = np.flatnonzero(h.sum(0))  # the bins any step filled
+            im = ax.imshow(np.log1p(h.T), origin="lower", aspect="auto", cmap="viridis",
+                           norm=norm, extent=(0, len(fs.steps), fs.bins[0], fs.bins[-1]))
+            ax.set_ylim(fs.bins[used[0]], fs.bins[used[-1] + 1])
+            ticks = np.arange(0, len(fs.steps), 2)
+            ax.set_xticks(ticks + 0.5, [str(fs.steps[k]) for k in ticks], fontsize=9)
+            ax.set_title(f"{what}, {w}", fontsize=10)
+            ax.set(xlabel="step" if row == 2 else None,
+                   ylabel=f"log10 {what.split()[-1]}" if col == 0 else None)
+    bar = fig.colorbar(im, ax=axes, shrink=0.6, pad=0.02)
+    bar.set_label("log(1 + count of coordinates)")
+    return fig
+
+
+def first_steps_table(first, names, seeds, recorded) -> str:
+    """Per seed and warmup: the fall of the embedding's median |g| and of the median |Δθ|/η
+    from step 1 to their lowest, and the recorded run's final loss (Markdown)."""
+    lines = ["| warmup | seed | median \\|g\\| falls × | median \\|Δθ\\|/η falls × "
+             "| recorded final loss (nats) |", "|---|---|---|---|---|"]
+    for w in names:
+        for s in seeds:
+            fs = first[w, s]
+            fg = fs.grad_median[0] / np.nanmin(fs.grad_median)
+            fu = fs.update_median[0] / np.nanmin(fs.update_median)
+            lines.append(f"| {cell(w)} | {s} | {fg:.3g} | {fu:.3g} | {recorded[w][s]:.2f} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- chapter 12
+def _depth_losses(rs, top):
+    return _final_or_top(rs, top)
+
+
+def depth_figure(P, recs, archs, depths, learned_level):
+    """Left: final loss against depth, every architecture, every seed (with warmup).
+    Right: training curves at the greatest depth."""
+    chance = recs[0].history.chance_loss
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=4.0)
+    x = np.arange(len(depths))
+    for k, a in enumerate(archs):
+        c = PALETTE.get(a, "k")
+        ys = [_depth_losses(results.select(recs, architecture=a, depth=dp), 1.15 * chance)
+              for dp in depths]
+        ax1.plot(x + 0.04 * k, [np.mean(y) for y in ys], "-", color=c, label=a)
+        for xi, y in zip(x, ys):
+            ax1.plot([xi + 0.04 * k] * len(y), y, "o", ms=4, color=c, alpha=0.7)
+    ax1.axhline(chance, color="0.6", ls=":", lw=1)
+    ax1.axhline(learned_level, color="0.6", ls="--", lw=0.8)
+    ax1.set(xticks=x, xticklabels=depths, yscale="log",
+            ylabel="held-out loss at the end (nats)",
+            title="with warmup: final loss against depth")
+    fig.legend(*ax1.get_legend_handles_labels(), loc="outside upper center", ncol=4,
+               fontsize=8)
+    for a in archs:
+        for r in results.select(recs, architecture=a, depth=depths[-1]):
+            ax2.plot(r.history.step, r.history.loss, color=PALETTE.get(a, "k"), lw=0.8,
+                     alpha=0.8)
+    ax2.axhline(chance, color="0.6", ls=":", lw=1)
+    ax2.set(yscale="log", xlabel="step", ylabel="training loss",
+            title=f"{depths[-1]}, every seed")
+    return fig
+
+
+def warmup_axis_figure(P, wrecs, archs, w_names, w_steps, learned_level):
+    """Left: final loss per warmup length, every architecture and seed, with chance, floor
+    and the learned level. Right: Post-LN's validation curves, every seed."""
+    wh = wrecs[0].history
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6)
+    for k, a in enumerate(archs):
+        c = PALETTE.get(a, "k")
+        xs = np.arange(len(w_names)) + 0.08 * (k - 1)
+        summ = [outcome.summarize(results.select(wrecs, architecture=a, warmup=w))
+                for w in w_names]
+        ax1.plot(xs, [s["median"] for s in summ], "-", color=c, label=a)
+        for x_, s in zip(xs, summ):
+            ax1.plot([x_] * s["n"], s["losses"], "o", ms=4, color=c, alpha=0.7)
+    for y, ls, name in ((wh.chance_loss, ":", "chance"), (wh.floor_loss, "--", "floor"),
+                        (learned_level, "-.", "learned at or below")):
+        ax1.axhline(y, color="0.6", ls=ls, lw=1, label=name)
+    ax1.set(xticks=range(len(w_names)),
+            xticklabels=[f"{w}\n({w_steps[w]})" for w in w_names],
+            ylabel="held-out loss at the end (nats)", title="every seed; warmup (steps)")
+    ax1.legend(fontsize=7)
+    for w, c in zip(w_names, WARM_COLORS):
+        for r in results.select(wrecs, architecture="Post-LN", warmup=w):
+            ax2.plot(r.history.eval_step, r.history.eval_loss, color=c, lw=1,
+                     label=w if r.seed == 0 else None)
+    ax2.axhline(wh.chance_loss, color="0.6", ls=":", lw=1)
+    ax2.axhline(wh.floor_loss, color="0.6", ls="--", lw=1)
+    ax2.set(xlabel="step", ylabel="validation loss (nats)", title="Post-LN, every seed")
+    ax2.legend(fontsize=7)
+    return fig
+
+
+def dip_and_jump(runs, warmup_steps):
+    """Per run: the lowest validation loss while the rate still rises (before
+    ``warmup_steps``), the highest once the peak rate is reached, and the last (NaN where a
+    profile evaluates only at the end)."""
+    ev = lambda r: list(zip(r.history.eval_step, r.history.eval_loss))  # noqa: E731
+    dip = [min((v for s, v in ev(r) if s < warmup_steps), default=math.nan) for r in runs]
+    jump = [max((v for s, v in ev(r) if s >= warmup_steps), default=math.nan) for r in runs]
+    return dip, jump, [r.history.eval_loss[-1] for r in runs]
+
+
+def lr_sensitivity_figure(P, lrecs, archs, warms, depths):
+    """Final loss against learning rate, one panel per warmup × depth (tfx.book.plot)."""
+    fig, axes = figure(P, ncols=len(depths), nrows=len(warms), width=9.4,
+                       height=3.0 * len(warms), sharey=True)
+    axes = np.array(axes).reshape(len(warms), len(depths))
+    for i, w in enumerate(warms):
+        for j, dp in enumerate(depths):
+            lr_curves(axes[i, j], results.select(lrecs, warmup=w, depth=dp), archs,
+                      title=f"{dp}, {w}")
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def stability_map(srecs, archs, b2s, lrs):
+    """{architecture: (mean final loss grid [lr × β₂], marks grid, failed cells)}: a cell is
+    marked D if a seed diverged, N if a seed did not learn (tfx.runs.outcome)."""
+    chance = srecs[0].history.chance_loss
+    out = {}
+    for a in archs:
+        grid = np.full((len(lrs), len(b2s)), np.nan)
+        marks = [["" for _ in b2s] for _ in lrs]
+        for i, lr in enumerate(lrs):
+            for j, b2 in enumerate(b2s):
+                rs = results.select(srecs, architecture=a, beta2=b2, **{"train.lr": lr})
+                grid[i, j] = np.mean(_final_or_top(rs, chance))
+                verdicts = [outcome.judge(r).verdict for r in rs]
+                marks[i][j] = ("D" if "diverged" in verdicts else
+                               "N" if "did not learn" in verdicts else "")
+        out[a] = (grid, marks, sum(bool(m) for row in marks for m in row))
+    return out
+
+
+def stability_map_figure(P, smap, b2s, lrs, chance):
+    """One heat map per architecture of :func:`stability_map`, one shared colour bar."""
+    fig, axes = figure(P, ncols=len(smap), width=9.4, height=3.2)
+    for ax, (a, (grid, marks, failed)) in zip(np.atleast_1d(axes), smap.items()):
+        im = ax.imshow(grid, origin="lower", cmap="magma_r", vmin=0, vmax=chance,
+                       aspect="auto")
+        for i in range(len(lrs)):
+            for j in range(len(b2s)):
+                dark = grid[i, j] / chance > 0.6
+                ax.text(j, i, marks[i][j] or f"{grid[i, j]:.2f}", ha="center",
+                        va="center", fontsize=9, color="w" if dark else "k")
+        ax.set(xticks=range(len(b2s)), xticklabels=b2s, yticks=range(len(lrs)),
+               yticklabels=lrs, xlabel="β₂", title=f"{a}: {failed}/{grid.size} failed")
+    np.atleast_1d(axes)[0].set_ylabel("learning rate")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="mean final loss (nats)")
+    return fig
+
+
+# --------------------------------------------------------------------------- chapter 12b
+def effective_depth_init_figure(P, sublayers, eff):
+    """Σ β²_ii at initialisation against the number of sub-layers, per scheme, and ln L."""
+    fig, ax = figure(P, width=5.6, height=3.2)
+    for scheme, values in eff.items():
+        ax.plot(sublayers, values, "-o", color=color(scheme), label=scheme)
+    ax.plot(sublayers, np.log(sublayers), "--", color="0.5", lw=1, label="ln L")
+    ax.set(xscale="log", xlabel="sub-layers L", ylabel="Σ β²_ii  (effective depth)",
+           title="effective depth at initialisation")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def effective_depth_trained_figure(P, ed_runs, title_depth):
+    """Each seed's effective depth at initialisation → after training, per architecture,
+    encoder and decoder (``ed_runs``: {(architecture, seed): (before, after)})."""
+    archs = list(dict.fromkeys(a for a, _ in ed_runs))
+    seeds = sorted({s for _, s in ed_runs})
+    fig, axes = figure(P, ncols=2, width=9.4, height=3.4)
+    for ax, stack in zip(axes, ("encoder", "decoder")):
+        for k, a in enumerate(archs):
+            for s in seeds:
+                b, t = ed_runs[a, s]
+                ax.plot([k - 0.15, k + 0.15], [b[stack], t[stack]], "-o", ms=4,
+                        color=PALETTE.get(a, "k"), alpha=0.8,
+                        label=a if (stack == "encoder" and s == seeds[0]) else None)
+        ax.set(xticks=range(len(archs)),
+               xticklabels=[a.replace(" (", "\n(") for a in archs], ylabel="Σ β²_ii",
+               title=f"{stack}, {title_depth}: at init (left) → trained (right)")
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def effective_depth_table(ed_runs) -> str:
+    """Mean over seeds of the effective depth at initialisation → trained, per stack."""
+    archs = list(dict.fromkeys(a for a, _ in ed_runs))
+    seeds = sorted({s for _, s in ed_runs})
+    mean = lambda a, st, k: float(np.mean([ed_runs[a, s][k][st] for s in seeds]))  # noqa: E731
+    lines = ["| architecture | encoder: at init → trained | decoder: at init → trained |",
+             "|---|---|---|"]
+    for a in archs:
+        lines.append(f"| {cell(a)} | " + " | ".join(
+            f"{mean(a, st, 0):.2f} → {mean(a, st, 1):.2f}" for st in ("encoder", "decoder"))
+            + " |")
+    return "\n".join(lines)
+
+
+def excess_figure(P, l_sens, archs, warms, depths, floor):
+    """Each seed's excess over the floor at its best learning rate, per depth × warmup."""
+    fig, ax = figure(P, width=9.4, height=3.4)
+    slots = [(w, dp) for dp in depths for w in warms]
+    for k, a in enumerate(archs):
+        for j, (w, dp) in enumerate(slots):
+            ys = [v["best"] - floor for v in l_sens[a, w, dp]["per_seed"].values()]
+            ax.plot([j + 0.15 * (k - 1)] * len(ys), ys, "o", ms=5, alpha=0.8,
+                    color=PALETTE.get(a, "k"), label=a if j == 0 else None)
+    ax.set(xticks=range(len(slots)), xticklabels=[f"{dp}\n{w}" for w, dp in slots],
+           yscale="log", ylabel="excess over the floor (nats)",
+           title="each seed at its best learning rate")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def translation_figure(P, trecs, archs, warms, lrs):
+    """Validation loss of every run, one panel per warmup × learning rate."""
+    chance = trecs[0].history.chance_loss
+    fig, axes = figure(P, ncols=len(lrs), nrows=len(warms), width=9.4,
+                       height=2.9 * len(warms), sharey=True)
+    axes = np.array(axes).reshape(len(warms), len(lrs))
+    for i, w in enumerate(warms):
+        for j, lr in enumerate(lrs):
+            ax = axes[i, j]
+            for a in archs:
+                for r in results.select(trecs, architecture=a, warmup=w, lr=lr):
+                    ax.plot(r.history.eval_step, r.history.eval_loss,
+                            color=PALETTE.get(a, "k"), lw=1, alpha=0.8,
+                            label=a if r.seed == 0 else None)
+            ax.axhline(chance, color="0.6", ls=":", lw=1)
+            ax.set(title=f"lr {lr}, {w}", xlabel="step" if i == len(warms) - 1 else None,
+                   ylabel="validation loss (nats)" if j == 0 else None)
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def translation_tables(trecs, lrs) -> str:
+    """Per learning rate: held-out loss at the end and greedy BLEU, one value per seed."""
+    out = []
+    for lr in lrs:
+        rs = results.select(trecs, lr=lr)
+        out.append(f"**Learning rate {lr}**: held-out loss at the end (nats), one value "
+                   "per seed\n\n" + results.table(rs, rows="architecture", cols="warmup"))
+        out.append(f"**Learning rate {lr}**: greedy BLEU at the end, one value per seed\n\n"
+                   + results.table(rs, rows="architecture", cols="warmup", fmt="{:.1f}",
+                                   value=lambda r: r.history.bleu[-1]))
+    return "\n\n".join(out)
+
+
+def glue_figure(name: str, fig) -> str:
+    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive without showing it in
+    the cell, then close it; returns ``name``."""
+    import matplotlib.pyplot as plt
+
+    from .notebook import glue
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+    return name
