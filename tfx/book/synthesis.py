@@ -89,7 +89,8 @@ def verdict_table(rows) -> str:
     out = ["| id | claim | status | chapter |", "|---|---|---|---|"]
     for r in rows:
         statement = r.statement.replace("|", "\\|")
-        out.append(f"| {r.id} | {statement} | *{r.status}* | {chapter_number(r.chapter)} |")
+        ident = r.id.replace("-", "\u2011")  # a non-breaking hyphen: "LN-1" stays on one line
+        out.append(f"| {ident} | {statement} | *{r.status}* | {chapter_number(r.chapter)} |")
     return "\n".join(out)
 
 
