@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from tfx.book import admin_pages as pages  # noqa: E402
+from tfx.book import notebook  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
 
 P = get_profile("quick")
@@ -24,6 +25,7 @@ def glued(monkeypatch):
         return value
 
     monkeypatch.setattr(pages, "glue", fake)
+    monkeypatch.setattr(notebook, "glue", fake)  # glue_figure, shared by every page module
     return seen
 
 

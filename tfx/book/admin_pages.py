@@ -13,7 +13,7 @@ import numpy as np
 
 from ..theory import change, fit, gradients
 from . import plot
-from .notebook import glue
+from .notebook import glue, glue_figure, md_table
 
 KIND_COLORS = {"self-attn": "#1f77b4", "cross-attn": "#d62728", "ffn": "#7f7f7f"}
 FREE_COLOR = "#8c564b"  # profiling-free Admin
@@ -21,21 +21,6 @@ SCHEME_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin (profiled)",
                 "admin-profiling-free": "Admin (profiling-free)"}
 
 
-def glue_figure(name: str, fig) -> str:
-    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive (not shown where it is
-    computed) and close it; returns ``name``."""
-    import matplotlib.pyplot as plt
-
-    glue(name, fig, display=False)
-    plt.close(fig)
-    return name
-
-
-def md_table(header, rows) -> str:
-    """A GFM table (``display(Markdown(...))`` renders it as a real table)."""
-    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def glue_all(prefix: str, values: dict) -> dict:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..runs import outcome, results, sensitivity
 from .explorer import Explorer
-from .notebook import glue
+from .notebook import glue, glue_figure
 from .plot import color, effects_plot, figure
 from .sweep_explorers import _stamp, cell_panels, grid_axes
 
@@ -98,14 +98,6 @@ def outcomes_table(records, axis: str, variants, lr_of: dict) -> str:
 
 
 # ------------------------------------------------------------------ figures
-def glue_figure(name: str, fig):
-    """Glue ``fig`` as ``name`` without showing it (the page pastes it with a numbered, captioned
-    ``{glue:figure}``) and close it; returns the figure."""
-    import matplotlib.pyplot as plt
-
-    glue(name, fig, display=False)
-    plt.close(fig)
-    return fig
 
 
 def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""):

@@ -22,7 +22,7 @@ import numpy as np
 from ..runs import outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_status, status_of
-from .notebook import glue
+from .notebook import glue, glue_figure
 from .plot import ARCH_COLORS, FIX_COLORS, effects_plot, figure, lr_curves
 
 
@@ -83,12 +83,6 @@ def outcome_counts(recs) -> str:
     return ", ".join(f"{k} {n}" for k, n in s["counts"].items() if n) + f" of {s['n']} runs"
 
 
-def glue_figure(name: str, fig) -> None:
-    """Glue a figure for ``{glue:figure}`` and close it (it is shown where it is pasted)."""
-    import matplotlib.pyplot as plt
-
-    glue(name, fig, display=False)
-    plt.close(fig)
 
 
 def gpu_section(rs, rows: str, cols: str, key: str):
@@ -298,15 +292,21 @@ def lm_stream(P, lrecs, placements, warm: str, lr: str):
 # --------------------------------------------------------------- chapter 14: logits that grow
 
 
+def glue_sweep_size(prefix: str, recs) -> None:
+    """Glue a recorded LM sweep's size as ``<prefix>-runs``, ``-minutes`` (recorded one run at
+    a time), ``-layers``, ``-d``, ``-steps`` and ``-seeds``."""
+    cfg, tc = recs[0].config, recs[0].train_config
+    glue(f"{prefix}-runs", len(recs))
+    glue(f"{prefix}-minutes", sum(r.wall_time for r in recs) / 60)
+    glue(f"{prefix}-layers", cfg.n_dec)
+    glue(f"{prefix}-d", cfg.d_model)
+    glue(f"{prefix}-steps", tc.steps)
+    glue(f"{prefix}-seeds", len({r.seed for r in recs}))
+
+
 def glue_logits_sweep(lrecs, lr_names) -> None:
     """Glue the size of ``experiments/logits.toml`` (``lg-*``)."""
-    ltc, lcfg = lrecs[0].train_config, lrecs[0].config
-    glue("lg-runs", len(lrecs))
-    glue("lg-minutes", sum(r.wall_time for r in lrecs) / 60)  # recorded one run at a time
-    glue("lg-layers", lcfg.n_dec)
-    glue("lg-d", lcfg.d_model)
-    glue("lg-steps", ltc.steps)
-    glue("lg-seeds", len({r.seed for r in lrecs}))
+    glue_sweep_size("lg", lrecs)
     glue("lg-lr-range", f"{lr_names[0]} to {lr_names[-1]}")
 
 
@@ -904,13 +904,7 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
     def load(*_):
         return nrecs
 
-    ncfg, ntc = nrecs[0].config, nrecs[0].train_config
-    glue("nt-runs", len(nrecs))
-    glue("nt-minutes", sum(r.wall_time for r in nrecs) / 60)  # recorded one run at a time
-    glue("nt-layers", ncfg.n_dec)
-    glue("nt-d", ncfg.d_model)
-    glue("nt-steps", ntc.steps)
-    glue("nt-seeds", len({r.seed for r in nrecs}))
+    glue_sweep_size("nt", nrecs)
     summ = {f: sensitivity.summarize(results.select(nrecs, norm=f)) for f in names}
 
     def best_median(f):

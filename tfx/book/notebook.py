@@ -57,6 +57,23 @@ def glue(name: str, value, display: bool = False):
     return value
 
 
+def glue_figure(name: str, fig) -> str:
+    """Glue ``fig`` under ``name`` for a numbered, captioned ``{glue:figure}`` directive (not
+    shown where it is computed) and close it; returns ``name``."""
+    import matplotlib.pyplot as plt
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+    return name
+
+
+def md_table(header, rows) -> str:
+    """A GFM table (``display(Markdown(...))`` renders it as a real table)."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`:]+)")
 GLUE_DIRECTIVE = re.compile(r"^(?:```|:::)\{glue(?::\w+)?\}\s+(\S+)", re.M)
 

@@ -14,29 +14,13 @@ import numpy as np
 
 from ..runs import sweep
 from . import plot
-from .notebook import glue
+from .notebook import glue, glue_figure, md_table
 
 # Chapter 1 draws optimisers and placements in neighbouring panels: they get their own pair
 # of colours so that red/blue means Post-/Pre-LN only (the placements keep plot.COLORS').
 OPTIMISER_COLORS = {"sgd": "#ff7f0e", "adam": "#9467bd"}
 
 
-def glue_figure(name: str, fig) -> str:
-    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive (not shown where it is
-    computed) and close it; returns ``name``."""
-    import matplotlib.pyplot as plt
-
-    glue(name, fig, display=False)
-    plt.close(fig)
-    return name
-
-
-def md_table(header, rows) -> str:
-    """A GFM table (``display(Markdown(...))`` renders it as a real table)."""
-    lines = ["| " + " | ".join(map(str, header)) + " |",
-             "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ chapter 1: why hard

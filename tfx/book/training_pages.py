@@ -22,6 +22,7 @@ import numpy as np
 from ..runs import outcome, results, sensitivity
 from ..runs.sweep import first_step_below
 from .plot import color, effects_plot, figure, lr_curves
+from .notebook import glue_figure  # noqa: F401 (chapters call pages.glue_figure)
 
 PALETTE = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
            "Admin (profiling-free)": "#1b9e77", "Post-LN enc / Pre-LN dec": "#666666",
@@ -542,15 +543,3 @@ def translation_tables(trecs, lrs) -> str:
                    + results.table(rs, rows="architecture", cols="warmup", fmt="{:.1f}",
                                    value=lambda r: r.history.bleu[-1]))
     return "\n\n".join(out)
-
-
-def glue_figure(name: str, fig) -> str:
-    """Glue ``fig`` under ``name`` for a ``{glue:figure}`` directive without showing it in
-    the cell, then close it; returns ``name``."""
-    import matplotlib.pyplot as plt
-
-    from .notebook import glue
-
-    glue(name, fig, display=False)
-    plt.close(fig)
-    return name
