@@ -59,3 +59,37 @@ def test_median_curve_is_the_median_over_seeds_and_skips_diverged_runs():
             R(0, 3, math.nan), R(1, 3, math.nan), R(2, 3, math.nan)]
     lrs, med = sensitivity.median_curve(recs, value=lambda r: r.v)
     assert lrs == [1, 2, 3] and med[:2] == [2.0, 5.0] and math.isnan(med[2])
+
+
+def test_best_rate_is_read_between_grid_points_by_the_parabola_through_the_lowest_three():
+    """The vertex of a parabola in log10 η is recovered exactly from a grid that brackets it,
+    wherever it sits between two points (OP-3 reads each width's best rate this way)."""
+    xs = [-4.0, -3.5, -3.0, -2.5, -2.0, -1.5]
+    for true in (-3.3, -3.0, -2.55, -2.21):
+        losses = [4.0 + 0.7 * (x - true) ** 2 for x in xs]
+        got = sensitivity.best_log10_lr([10 ** x for x in xs], losses, start=99.0)
+        assert got == pytest.approx(true, abs=1e-9)
+    # a best point at the grid's edge gives the edge (the grid does not bracket it)
+    assert sensitivity.best_log10_lr([1e-3, 1e-2, 1e-1], [1.0, 2.0, 3.0], 9.0) == pytest.approx(-3.0)
+    # a diverged neighbour (nan) counts as the starting loss: the vertex leans away from it
+    lean = sensitivity.best_log10_lr([1e-3, 1e-2, 1e-1], [3.0, 1.0, math.nan], start=3.0)
+    assert lean == pytest.approx(-2.0)  # both neighbours at L0 = 3: symmetric
+    away = sensitivity.best_log10_lr([1e-3, 1e-2, 1e-1], [2.0, 1.0, math.nan], start=3.0)
+    assert -2.5 < away < -2.0
+
+
+def test_best_rate_refuses_a_grid_it_cannot_read():
+    with pytest.raises(ValueError, match="ascending"):
+        sensitivity.best_log10_lr([1e-2, 1e-3, 1e-1], [1.0, 2.0, 3.0], 9.0)
+    with pytest.raises(ValueError, match="≥ 3"):
+        sensitivity.best_log10_lr([1e-3, 1e-2], [1.0, 2.0], 9.0)
+
+
+def test_best_rates_gives_each_seed_its_own_best_rate(tmp_path):
+    recs = sweep.load_or_run("op-transfer", "quick", results_dir=tmp_path)
+    one = select(recs, parameterization="standard", width="d 32")
+    best = sensitivity.best_rates(one)
+    lrs, losses = sensitivity.curves(one)[0]
+    assert set(best) == {0}
+    assert best[0] == pytest.approx(sensitivity.best_log10_lr(lrs, losses, sensitivity.start_loss(one[0])))
+    assert math.log10(lrs[0]) <= best[0] <= math.log10(lrs[-1])

@@ -139,3 +139,32 @@ def test_preconditioned_sharpness_on_a_model():
         take_step(opt, m.loss(batch)["loss"])
     out = O.preconditioned_sharpness(m, batch, opt, iters=8)
     assert np.isfinite(out["largest"]) and out["largest"] > 0
+
+
+def test_loss_spikes_are_onsets_above_the_running_median():
+    """A spike is counted once, at its first step; noise below the 10 % rise is not a spike."""
+    rng = np.random.default_rng(0)
+    loss = 5 + 0.05 * rng.standard_normal(300)
+    loss[100:104] = 6.0  # one spike, four steps long
+    loss[200] = 5.4  # 8 % above: below the rise
+    assert O.loss_spikes(loss) == [100]
+    assert O.loss_spikes(loss, after=150) == []
+
+
+def test_update_before_spikes_tells_a_led_spike_from_an_unannounced_one():
+    """OP-1's language-model half reads whether the update norm rises in the steps before a
+    loss spike: a spike led by three large updates gives a precursor far above the run's
+    average; a spike with no change in the updates gives one at the average."""
+    rng = np.random.default_rng(1)
+    loss = 5 + 0.05 * rng.standard_normal(400)
+    update = 1 + 0.05 * rng.standard_normal(400)
+    for t in (150, 300):
+        loss[t:t + 3] = 7.0
+    led = update.copy()
+    for t in (150, 300):
+        led[t - 3:t] = 3.0
+    before, overall, n = O.update_before_spikes(loss, led)
+    assert n == 2 and before > 2 and 0.9 < overall < 1.2
+    before, overall, n = O.update_before_spikes(loss, update)
+    assert n == 2 and abs(before - overall) < 0.1
+    assert np.isnan(O.update_before_spikes(np.full(400, 5.0), update)[0])  # no spike, no precursor

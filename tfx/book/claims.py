@@ -270,7 +270,7 @@ CLAIMS = [
           "Runs that fail show their lowest per-head attention entropy collapsing, before their loss tells "
           "them apart from runs that train.",
           ("14-logits-that-grow", "{claim-EC-1}")),
-    # The optimiser's share (chapters 17 and 18)
+    # The optimiser's share (chapters 17, 18 and 19)
     Claim("OP-1", "bai2025adamspikes", "the 1-D quadratic; the stages of a spike",
           "Adam's preconditioner can trigger a loss spike by itself: once the gradient is far below what "
           "the second moment v remembers, v decays by β2 a step and the effective step grows.",
@@ -279,8 +279,10 @@ CLAIMS = [
           "language model, update-norm spikes come before loss spikes.",
           ("17-adam-spikes", "quadratic: GD {op1-gd-falls}; Adam's loss turns at step {op1-onset}, "
                              "predicted {op1-predicted}; {op1-grid-agree} of {op1-grid-runs} β2 × ε "
-                             "settings agree with the prediction; the language-model half: not yet "
-                             "measured (needs a ≥ 5-seed sweep)")),
+                             "settings agree with the prediction; the language model "
+                             "(experiments/op-warmup-decay.toml): {sp-total} loss spikes in {sp-seeds-with} "
+                             "of {sp-seeds} seeds, the update norm before them against its average "
+                             "{sp-effect}")),
     Claim("OP-2", "wortsman2023proxies,everett2024scaling", "§3.4 and App. C of the first; Adam-atan2 in the second",
           "Adam's ε matters when the gradient RMS comes close to it: updates collapse.",
           "A smaller ε, or Adam-atan2 (no ε), removes the collapse.",
@@ -292,15 +294,25 @@ CLAIMS = [
           "parameterisation it shifts.",
           "Activations stay the same size across widths after a few Adam steps under μP and grow under "
           "the standard parameterisation (the coordinate check); the best rate per width is flat under μP.",
-          ("18-mup-transfer", "coordinate check (derivation check of the implementation, {op3-seeds} "
+          ("18-mup-transfer", "coordinate check (a derivation check of the implementation, {op3-seeds} "
                               "seeds, widths {op3-widths}): μP {op3-mup-verdict}, standard "
-                              "{op3-std-verdict}; the transfer sweep: not yet recorded")),
+                              "{op3-std-verdict}; {claim-OP-3}")),
     Claim("OP-4", "wortsman2023proxies", "§3.2.3, §3.2.4",
           "μP alone does not lower the sensitivity of the final loss to the learning rate; adding depth "
           "raises that sensitivity faster than adding width.",
           "LR sensitivity under μP ≈ under the standard parameterisation; it grows more with depth than "
           "with width.",
           ("18-mup-transfer", "{claim-OP-4}")),
+    Claim("OP-5", "wortsman2023proxies", "§3.2.1",
+          "A longer warmup makes the final loss less sensitive to the learning rate.",
+          "LR sensitivity falls as the warmup grows longer.",
+          ("19-warmup-decay", "{claim-OP-5}")),
+    Claim("OP-6", "wortsman2023proxies", "§3.2.2, §3.1.2",
+          "Weight decay independent of the learning rate lowers the sensitivity to it; without weight "
+          "decay the output logits drift.",
+          "LR sensitivity is lower with independent than with coupled decay; |log Z| ends larger without "
+          "weight decay.",
+          ("19-warmup-decay", "{claim-OP-6}")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 

@@ -38,6 +38,10 @@ def _lr_sensitivity(records, **point) -> dict:
     return {seed: v["sensitivity"] for seed, v in s["per_seed"].items()}
 
 
+def _best_log10_lr(records, **point) -> dict:
+    return sensitivity.best_rates(results.select(records, **point))
+
+
 def _per_run(value):
     return lambda records, **point: effects.per_seed(records, value, **point)
 
@@ -78,11 +82,12 @@ MEASURES = {
     "mean held-out loss": (_per_run(_mean_held_out), False),  # over the run: speed as well as the end
     "end loss": (_end_losses, False),  # held-out loss at the end (L₀ if the run diverged)
     "LR sensitivity": (_lr_sensitivity, True),  # Wortsman et al.'s, over the seed's learning-rate curve
+    "log10 best learning rate": (_best_log10_lr, True),  # the seed's curve's optimum, between grid points
     "log10 largest attention logit": (_per_run(_log10_logit_max), False),
     "|log Z|": (_per_run(_abs_log_z), False),
     "log10 stream growth": (_per_run(_log10_stream_growth), False),
 }
-UNITS = {"mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
+UNITS = {"log10 best learning rate": "decades", "mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
          "log10 stream growth": "decades"}
 
 
@@ -300,6 +305,31 @@ COMPARISONS += [
     Comparison("DN-1", "12+12 layers, no warmup: Post-LN's final loss is more sensitive to the learning rate "
                        "than DeepNorm's", "schemes", "scheme", "Post-LN", "DeepNorm", "higher",
                measure="LR sensitivity"),
+    # ------------------------------------------------ the optimiser's share (chapters 18 and 19)
+    Comparison("OP-3", "standard parameterisation: the best learning rate at d 128 is lower than at d 32",
+               "op-transfer", "width", "d 128", "d 32", "lower", {"parameterization": "standard"},
+               measure="log10 best learning rate"),
+    # alike within ±0.25 decades: half the grid's step of half a decade (a factor of 1.8 in η)
+    Comparison("OP-3", "μP: the best learning rate at d 128 is within a factor 1.8 of d 32's",
+               "op-transfer", "width", "d 128", "d 32", "equal", {"parameterization": "μP"},
+               measure="log10 best learning rate", margin=0.25),
+    # alike within ±0.1 nats of LR sensitivity (the mean excess loss over the grid's six rates)
+    Comparison("OP-4", "d 128: μP's LR sensitivity is within 0.1 nats of the standard parameterisation's",
+               "op-transfer", "parameterization", "μP", "standard", "equal", {"width": "d 128"},
+               measure="LR sensitivity", margin=0.1),
+    Comparison("OP-4", "about the same size, twice as deep (4 layers, d 32) against wider (2 layers, d 44): "
+                       "the deeper model is more sensitive to the learning rate",
+               "op-depth", "shape", "deeper", "wider", "higher", measure="LR sensitivity"),
+    Comparison("OP-5", "warmup 40 steps is less sensitive to the learning rate than warmup 10",
+               "op-warmup-decay", "recipe", "warmup 40", "warmup 10", "lower", measure="LR sensitivity"),
+    Comparison("OP-5", "warmup 160 steps is less sensitive to the learning rate than warmup 40",
+               "op-warmup-decay", "recipe", "warmup 160", "warmup 40", "lower", measure="LR sensitivity"),
+    Comparison("OP-6", "weight decay independent of the rate is less sensitive to the learning rate than "
+                       "coupled decay", "op-warmup-decay", "recipe", "independent decay", "coupled decay",
+               "lower", measure="LR sensitivity"),
+    Comparison("OP-6", "without weight decay |log Z| ends larger than with independent decay (each at its "
+                       "own best rate)", "op-warmup-decay", "recipe", "warmup 40", "independent decay",
+               "higher", measure="|log Z|", own_rate=True),
 ]
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:

@@ -184,3 +184,243 @@ def rise_orders(run, onset: int) -> float:
 def peak_after(run, onset) -> float:
     """The largest loss from ``onset`` on (nan without an onset)."""
     return float(run.loss[onset:].max()) if onset else float("nan")
+
+
+# ---------------------------------------------------------------- chapter 18: the transfer sweep
+def best_rate_interval(records) -> tuple[float, float, float, int]:
+    """One recipe's best learning rate over its seeds: (10^mean, 10^low, 10^high, n) of the
+    seeds' log10 best rates (:func:`tfx.runs.sensitivity.best_rates`), the interval Student's t
+    at 95 % (scipy.stats), as every effect of the book."""
+    from ..runs import sensitivity
+
+    x = list(sensitivity.best_rates(records).values())
+    m = float(np.mean(x))
+    if len(x) < 2:
+        return 10 ** m, math.nan, math.nan, len(x)
+    lo, hi = stats.t.interval(0.95, len(x) - 1, loc=m, scale=stats.sem(x)) if np.std(x) > 0 else (m, m)
+    return 10 ** m, 10 ** lo, 10 ** hi, len(x)
+
+
+def transfer_figure(P, records, widths, pars=("standard", "μP")):
+    """One panel per parameterisation: the held-out loss at the end (median over seeds) against
+    the learning rate, one line per width (darker: wider), each width's best rate
+    (:func:`best_rate_interval`) marked by a triangle on the x axis."""
+    from ..runs import sensitivity
+    from ..runs.results import select
+    import matplotlib as mpl
+
+    fig, axes = figure(P, ncols=len(pars), width=9.4, height=3.6, sharey=True, task=records[0].task)
+    shades = mpl.colormaps["viridis"](np.linspace(0.85, 0.05, len(widths)))
+    for ax, par in zip(np.atleast_1d(axes), pars):
+        for c, w in zip(shades, widths):
+            mine = select(records, parameterization=par, width=w)
+            lrs, med = sensitivity.median_curve(mine)
+            ax.plot(lrs, med, "-o", color=c, lw=1.6, ms=3.5, label=w)
+            best = best_rate_interval(mine)[0]
+            ax.plot([best], [0.02], "^", color=c, ms=8, transform=ax.get_xaxis_transform(), clip_on=False)
+        ax.set_xscale("log")
+        ax.set(xlabel="learning rate (▲ each width's best)", title=par)
+    np.atleast_1d(axes)[0].set_ylabel("held-out loss at the end (nats)")
+    np.atleast_1d(axes)[-1].legend(fontsize=8, title="width")
+    return fig
+
+
+def best_rate_table(records, widths, pars=("standard", "μP")) -> str:
+    """Markdown: each width's best rate under each parameterisation, with its 95 % interval."""
+    from ..runs.results import select
+    from .notebook import md_table
+
+    rows = []
+    for w in widths:
+        cells = []
+        for par in pars:
+            m, lo, hi, n = best_rate_interval(select(records, parameterization=par, width=w))
+            cells.append(f"{m:.1e} ({lo:.1e} to {hi:.1e})" if math.isfinite(lo) else f"{m:.1e} (one seed)")
+        rows.append([w, *cells])
+    return md_table(["width", *(f"best rate, {p} (95 % CI)" for p in pars)], rows)
+
+
+def sensitivity_table(records, axis: str, variants, **point) -> str:
+    """Markdown: per variant of ``axis``, the median LR sensitivity over seeds with its range,
+    the median best loss and the rates at which it learned in every seed."""
+    from ..runs import sensitivity
+    from ..runs.results import select
+    from .notebook import md_table
+
+    rows = []
+    for v in variants:
+        s = sensitivity.summarize(select(records, **point, **{axis: v}))
+        best = np.median([x["best"] for x in s["per_seed"].values()])
+        rows.append([v, f"{s['median']:.2f} ({s['low']:.2f} to {s['high']:.2f})", f"{best:.2f}"])
+    return md_table([axis, "LR sensitivity, median (range) (nats)", "best held-out loss (nats)"], rows)
+
+
+# ---------------------------------------------------------------- chapter 19: warmup and decay
+def log_z_figure(P, records, recipes, axis: str = "recipe"):
+    """log Z of the output softmax (mean over tokens) against the step, for each recipe at its
+    own best learning rate (:func:`tfx.runs.effects.best_rate`): every seed thin, the median bold."""
+    from ..runs import effects, traces
+    from ..runs.results import select
+    from .plot import color
+
+    fig, ax = figure(P, width=6.4, height=3.4, task=records[0].task)
+    palette = ["#7f7f7f", "#d95f02", "#1b9e77", "#7570b3"]
+    for c, name in zip(palette, recipes):
+        best = effects.best_rate(records, **{axis: name})
+        runs = select(records, **{axis: name, effects.lr_axis(records): best.variant})
+        series = [traces.trace(r.history, "log_z") for r in runs]
+        for steps, vals in series:
+            ax.plot(steps, vals, color=c, lw=0.6, alpha=0.4)
+        n = min(len(v) for _, v in series)
+        ax.plot(series[0][0][:n], np.median([v[:n] for _, v in series], axis=0), color=c, lw=2,
+                label=f"{name} @ {best.variant}")
+    ax.set(xlabel="step", ylabel="log Z (mean over tokens)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ---------------------------------------------------------------- chapter 17: spikes in the LM
+def spike_precursors(records) -> tuple[dict, dict, dict]:
+    """Per seed, pooled over its runs that did not diverge (:func:`tfx.theory.optimiser.
+    update_before_spikes`, each run from the end of its warmup): ({seed: mean relative update
+    norm in the steps before a loss spike}, {seed: its mean over every step}, {seed: number of
+    spikes}). A seed with no spike is left out of the first."""
+    from ..runs.outcome import judge
+
+    before, overall, count = {}, {}, {}
+    for seed in sorted({r.seed for r in records}):
+        b_sum, n_spikes, all_vals = 0.0, 0, []
+        for r in records:
+            h = r.history
+            if r.seed != seed or judge(r).verdict == "diverged" or len(h.update_norm) != len(h.loss):
+                continue
+            b, a, n = O.update_before_spikes(h.loss, h.update_norm, after=r.train_config.warmup)
+            if n:
+                b_sum, n_spikes = b_sum + b * n, n_spikes + n
+            if math.isfinite(a):
+                all_vals.append(a)
+        count[seed] = n_spikes
+        overall[seed] = float(np.mean(all_vals)) if all_vals else math.nan
+        if n_spikes:
+            before[seed] = b_sum / n_spikes
+    return before, overall, count
+
+
+def spike_example(records):
+    """The run (not diverged) with the most loss spikes after its warmup: the page's example."""
+    from ..runs.outcome import judge
+
+    def n_spikes(r):
+        if judge(r).verdict == "diverged" or len(r.history.update_norm) != len(r.history.loss):
+            return -1
+        return len(O.loss_spikes(r.history.loss, after=r.train_config.warmup))
+
+    return max(records, key=n_spikes)
+
+
+def spike_figure(P, run, effect):
+    """Left: one run's training loss and its update norm over the running median, loss-spike
+    onsets marked; right: the paired effect (before a spike against every step), per seed."""
+    from .plot import effects_plot
+
+    h = run.history
+    fig, (ax, ax_e) = figure(P, ncols=2, width=9.4, height=3.4, task=run.task,
+                             gridspec_kw={"width_ratios": [1.6, 1]})
+    ax.plot(h.step, h.loss, color="0.35", lw=0.8, label="training loss")
+    ax.set(xlabel="step", ylabel="training loss (nats)")
+    twin = ax.twinx()
+    twin.plot(h.step, O.relative_to_running_median(h.update_norm), color="#d95f02", lw=0.8,
+              label="update norm / running median")
+    twin.set_ylabel("update norm / running median", color="#d95f02")
+    for t in O.loss_spikes(h.loss, after=run.train_config.warmup):
+        ax.axvline(h.step[t], color="#1f78b4", lw=0.8, ls=":")
+    ax.set_title(f"{run.point.get('recipe', '')} · lr {rate_name(run.train_config.lr)} · seed {run.seed}", fontsize=9)
+    if effect is not None:
+        effects_plot(ax_e, [("before − every step", effect)], xlabel="difference in update norm / median")
+    else:
+        ax_e.text(0.5, 0.5, "no loss spike\nin these runs", ha="center", va="center", transform=ax_e.transAxes)
+        ax_e.set_axis_off()
+    return fig
+
+
+def rate_name(lr: float) -> str:
+    """A learning rate as the experiment files write it: 3e-3, 1e-1."""
+    return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")
+
+
+# ---------------------------------------------------------------- explorers (chapters 17–19)
+def lr_curve_explorer(records, axes: dict, title: str, trace: str | None = None, every: int = 10,
+                      default: dict | None = None):
+    """An explorer over the recipes of a recorded learning-rate sweep (``axes``: {axis:
+    [variants]}, the learning rate left free): every seed's final held-out loss against the
+    rate (a diverged run at L₀, as the LR sensitivity counts it), with each seed's best rate
+    and LR sensitivity in the note; with ``trace`` (e.g. 'log_z') a second panel of that
+    recorded trace at the recipe's best rate, every ``every``-th logged step. ``default``: the
+    state it opens in (default: each axis's first variant)."""
+    from ..runs import effects, sensitivity, traces
+    from ..runs.results import provenance, select
+    from .explorer import Explorer, Panel
+
+    def compute(**cell):
+        recs = select(records, **cell)
+        s = sensitivity.summarize(recs)
+        lines = {}
+        for seed, (lrs, vals) in sensitivity.curves(recs).items():
+            start = s["per_seed"][seed]["start"]
+            lines[f"seed {seed}"] = (lrs, [min(v, start) if math.isfinite(v) else start for v in vals])
+        best = sensitivity.best_rates(recs)
+        note = (f"best rate {10 ** np.mean(list(best.values())):.1e} (mean of log10 over seeds)\n"
+                f"LR sensitivity {s['median']:.2f} nats (median), {s['low']:.2f} to {s['high']:.2f}")
+        panels = [Panel(title="final held-out loss against the rate", x="learning rate",
+                        y="held-out loss (nats)", lines=lines, xlog=True, note=note)]
+        if trace:
+            b = effects.best_rate(recs)
+            at = select(recs, **{effects.lr_axis(recs): b.variant})
+            series = {}
+            for r in sorted(at, key=lambda r: r.seed):
+                xs, ys = traces.trace(r.history, trace)
+                series[f"seed {r.seed}"] = (xs[::every], ys[::every])
+            panels.append(Panel(title=f"{trace.replace('_', ' ')} at the best rate, {b.variant}", x="step",
+                                y=trace.replace("_", " "), lines=series, fixed_y=False))
+        return panels
+
+    return Explorer(axes, compute, title=title, default=default,
+                    P=f"records: profile {records[0].profile} · {provenance(records)}")
+
+
+def quadratic_explorer(P, beta2s, epss, lr=0.01, h=1.0, steps=2000, every=10):
+    """Chapter 17: Adam on h x²/2 for each β₂ × ε: the loss (log) and the preconditioned
+    curvature a_t h against the momentum threshold, every ``every``-th step."""
+    from .explorer import Explorer, Panel
+
+    threshold = O.stability_threshold(0.9)
+
+    def compute(beta2, eps):
+        run = O.quadratic_run("adam", h=h, lr=lr, steps=steps, betas=(0.9, beta2), eps=eps)
+        t = np.arange(1, len(run.loss) + 1)[::every]
+        loss = np.maximum(run.loss[::every], 1e-80)
+        onset = O.spike_onset(run, after=O.decay_start(run) or 1)
+        note = f"spike at step {onset}" if onset else "no spike"
+        return [Panel(title="loss h x²/2", x="step", y="loss", lines={"Adam": (t, loss)}, ylog=True, note=note),
+                Panel(title="preconditioned curvature a h", x="step", y="a h",
+                      lines={"a h": (t, run.sharpness[::every]), "threshold": (t, np.full(len(t), threshold))},
+                      styles={"threshold": "dashed"}, ylog=True)]
+
+    return Explorer({"beta2": list(beta2s), "eps": list(epss)}, compute, labels={"beta2": "β₂", "eps": "ε"},
+                    title="Adam on a quadratic: β₂ and ε", P=P)
+
+
+def log_z_ends(records, recipes, axis: str = "recipe") -> dict:
+    """Per recipe, at its own best rate: the median over seeds of log Z at the first and the
+    last logged step, and that rate's name."""
+    from ..runs import effects, traces
+    from ..runs.results import select
+
+    out = {}
+    for name in recipes:
+        best = effects.best_rate(records, **{axis: name})
+        runs = select(records, **{axis: name, effects.lr_axis(records): best.variant})
+        z = [traces.trace(r.history, "log_z")[1] for r in runs]
+        out[name] = {"start": float(np.median([v[0] for v in z])), "end": float(np.median([v[-1] for v in z])),
+                     "rate": best.variant}
+    return out

@@ -116,3 +116,36 @@ def summarize(records, value=curve_loss) -> dict:
     return {"per_seed": per_seed, "median": statistics.median(sens) if sens else math.nan,
             "low": min(sens, default=math.nan), "high": max(sens, default=math.nan),
             "lrs": list(next(iter(grids), ()))}
+
+
+def best_log10_lr(lrs, losses, start: float) -> float:
+    """log10 of one curve's best learning rate, read between the grid's points (Yang et al.
+    2022 mark each width's optimum on such curves, yang2022tp5 Fig. 1): the vertex of the
+    parabola through the lowest point (x₁, L₁) and its two neighbours in x = log10 η,
+
+        x* = x₁ − ½ · [(x₁−x₀)²(L₁−L₂) − (x₁−x₂)²(L₁−L₀)] / [(x₁−x₀)(L₁−L₂) − (x₁−x₂)(L₁−L₀)]
+
+    which lies between the neighbours' midpoints with x₁ because L₁ is the lowest. A loss is
+    capped at L₀ (``start``) and a diverged run counts as L₀, as in :func:`lr_sensitivity`. A
+    best point at the grid's edge gives that edge (the grid does not bracket it: extend it)."""
+    lrs, losses = list(lrs), list(losses)
+    if len(lrs) != len(losses) or len(lrs) < 3 or sorted(set(lrs)) != lrs:
+        raise ValueError(f"lrs={lrs!r} must be ≥ 3 distinct ascending learning rates, one per loss")
+    capped = [min(v, start) if math.isfinite(v) else start for v in losses]
+    i = min(range(len(lrs)), key=capped.__getitem__)
+    if i in (0, len(lrs) - 1):
+        return math.log10(lrs[i])
+    (x0, x1, x2), (f0, f1, f2) = (math.log10(v) for v in lrs[i - 1:i + 2]), capped[i - 1:i + 2]
+    den = (x1 - x0) * (f1 - f2) - (x1 - x2) * (f1 - f0)
+    if den == 0:  # three equal losses: no curvature to read
+        return x1
+    return x1 - 0.5 * ((x1 - x0) ** 2 * (f1 - f2) - (x1 - x2) ** 2 * (f1 - f0)) / den
+
+
+def best_rates(records, value=curve_loss) -> dict:
+    """``{seed: log10 of its best learning rate}`` (:func:`best_log10_lr`) for one recipe."""
+    out = {}
+    for seed, (lrs, vals) in curves(records, value).items():
+        start = statistics.median(start_loss(r) for r in records if r.seed == seed)
+        out[seed] = best_log10_lr(lrs, vals, start)
+    return out

@@ -295,3 +295,44 @@ def preconditioned_sharpness(model, batch, opt, iters: int = 20, seed: int = 0) 
 def training_copy(model):
     """A deep copy of ``model`` in training mode (the probes never change the model given)."""
     return copy.deepcopy(model).train()
+
+
+# ---------------------------------------------------------------- spikes in a recorded run
+SPIKE_WINDOW = 20  # steps of the running median a step is compared with
+SPIKE_RISE = 0.10  # a loss spike: the loss 10 % above its running median
+SPIKE_LEAD = 5  # steps before a loss spike in which its precursor is looked for
+
+
+def relative_to_running_median(values, window: int = SPIKE_WINDOW) -> np.ndarray:
+    """values_t / median(values_{t−window} … values_{t−1}); nan for the first ``window`` steps."""
+    v = np.asarray(values, dtype=float)
+    out = np.full(len(v), np.nan)
+    for t in range(window, len(v)):
+        out[t] = v[t] / np.median(v[t - window:t])
+    return out
+
+
+def loss_spikes(loss, window: int = SPIKE_WINDOW, rise: float = SPIKE_RISE, after: int = 0) -> list:
+    """The steps (indices) at which a loss spike starts: the loss more than ``rise`` above the
+    median of the ``window`` steps before it, where the step before was not (an onset, not the
+    rest of a spike), from index ``after`` on (e.g. the end of warmup)."""
+    r = relative_to_running_median(loss, window)
+    above = np.nan_to_num(r, nan=0.0) > 1 + rise
+    return [t for t in range(max(after, window + 1), len(r)) if above[t] and not above[t - 1]]
+
+
+def update_before_spikes(loss, update_norm, window: int = SPIKE_WINDOW, rise: float = SPIKE_RISE,
+                         lead: int = SPIKE_LEAD, after: int = 0) -> tuple[float, float, int]:
+    """Does the update norm rise before the loss spikes? (Bai et al. 2025, bai2025adamspikes)
+
+    With u_t = ‖θ_t − θ_{t−1}‖ over its running median, returns (mean of u over the ``lead``
+    steps before each loss spike's onset, mean of u over every step from ``after`` on, number
+    of onsets). The loss at step t is measured before step t's update, so the lead steps
+    t − lead … t − 1 are all updates the spiking loss has seen. nan for the first when no spike."""
+    u = relative_to_running_median(update_norm, window)
+    onsets = loss_spikes(loss, window, rise, after)
+    start = max(after, window)
+    before = [float(np.mean(u[t - lead:t])) for t in onsets if t - lead >= start]
+    rest = u[start:][np.isfinite(u[start:])]
+    return (float(np.mean(before)) if before else float("nan"), float(np.mean(rest)) if rest.size else float("nan"),
+            len(before))
