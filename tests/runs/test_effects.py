@@ -129,3 +129,13 @@ def test_a_best_rate_at_the_grid_edge_is_named():
     assert effects.unbracketed(_grid("1e-3", "1e-2")) == []
     with pytest.raises(ValueError, match="cannot tell the learning-rate axis"):
         effects.lr_axis([_rec(0, 1.0, arch="A")])
+
+
+def test_runs_at_best_rate_are_the_group_at_its_best_rate(tmp_path):
+    from tfx.runs import sweep
+
+    recs = sweep.load_or_run("op-transfer", "quick", results_dir=tmp_path)
+    best, runs = effects.runs_at_best_rate(recs, parameterization="standard", width="d 32")
+    assert best == effects.best_rate(recs, parameterization="standard", width="d 32")
+    assert runs and {r.point["lr"] for r in runs} == {best.variant}
+    assert {(r.point["parameterization"], r.point["width"]) for r in runs} == {("standard", "d 32")}

@@ -407,13 +407,11 @@ def best_rate_table(records, axis: str, variants=None, **point) -> str:
     loss at the end of each seed there, and the seeds' outcomes (:mod:`tfx.runs.outcome`)."""
     from ..runs import outcome
 
-    lr = effects.lr_axis(records)
     variants = list(variants or dict.fromkeys(r.point[axis] for r in results.select(records, **point)))
     lines = [f"| {axis} | best rate | held-out loss at the end, per seed (nats) | outcomes there |",
              "|---|---|---|---|"]
     for v in variants:
-        b = effects.best_rate(records, **point, **{axis: v})
-        runs = results.select(records, **point, **{axis: v, lr: b.variant})
+        b, runs = effects.runs_at_best_rate(records, **point, **{axis: v})
         s = outcome.summarize(runs)
         losses = " / ".join("diverged" if o == "diverged" else f"{x:.2f}" for o, x in zip(s["verdicts"], s["losses"]))
         outs = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)

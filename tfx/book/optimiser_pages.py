@@ -260,14 +260,11 @@ def log_z_figure(P, records, recipes, axis: str = "recipe"):
     """log Z of the output softmax (mean over tokens) against the step, for each recipe at its
     own best learning rate (:func:`tfx.runs.effects.best_rate`): every seed thin, the median bold."""
     from ..runs import effects, traces
-    from ..runs.results import select
-    from .plot import color
 
     fig, ax = figure(P, width=6.4, height=3.4, task=records[0].task)
     palette = ["#7f7f7f", "#d95f02", "#1b9e77", "#7570b3"]
     for c, name in zip(palette, recipes):
-        best = effects.best_rate(records, **{axis: name})
-        runs = select(records, **{axis: name, effects.lr_axis(records): best.variant})
+        best, runs = effects.runs_at_best_rate(records, **{axis: name})
         series = [traces.trace(r.history, "log_z") for r in runs]
         for steps, vals in series:
             ax.plot(steps, vals, color=c, lw=0.6, alpha=0.4)
@@ -374,8 +371,7 @@ def lr_curve_explorer(records, axes: dict, title: str, trace: str | None = None,
         panels = [Panel(title="final held-out loss against the rate", x="learning rate",
                         y="held-out loss (nats)", lines=lines, xlog=True, note=note)]
         if trace:
-            b = effects.best_rate(recs)
-            at = select(recs, **{effects.lr_axis(recs): b.variant})
+            b, at = effects.runs_at_best_rate(recs)
             series = {}
             for r in sorted(at, key=lambda r: r.seed):
                 xs, ys = traces.trace(r.history, trace)
@@ -414,12 +410,10 @@ def log_z_ends(records, recipes, axis: str = "recipe") -> dict:
     """Per recipe, at its own best rate: the median over seeds of log Z at the first and the
     last logged step, and that rate's name."""
     from ..runs import effects, traces
-    from ..runs.results import select
 
     out = {}
     for name in recipes:
-        best = effects.best_rate(records, **{axis: name})
-        runs = select(records, **{axis: name, effects.lr_axis(records): best.variant})
+        best, runs = effects.runs_at_best_rate(records, **{axis: name})
         z = [traces.trace(r.history, "log_z")[1] for r in runs]
         out[name] = {"start": float(np.median([v[0] for v in z])), "end": float(np.median([v[-1] for v in z])),
                      "rate": best.variant}

@@ -212,6 +212,12 @@ def best_rate(records, value=end_loss, axis: str | None = None, **point) -> Best
     return BestRate(name, lr, means[name], 0 < i < len(rates) - 1, tuple(x for x, _ in rates))
 
 
+def runs_at_best_rate(records, value=end_loss, **point) -> tuple[BestRate, list]:
+    """(:func:`best_rate` of the group at ``point``, the group's runs at that rate)."""
+    best = best_rate(records, value, **point)
+    return best, select(records, **point, **{lr_axis(records): best.variant})
+
+
 def groups(records, axis: str | None = None) -> list[dict]:
     """The points of ``records`` with the learning rate left free: one per curve."""
     axis = axis or lr_axis(records)
