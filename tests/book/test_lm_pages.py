@@ -133,7 +133,8 @@ def test_dyt_controls_note_reads_the_controls_from_the_records():
     """The sentence on DY-1's controls follows the paired effects: it says the √d scale is not
     shown to be the cause when dropping it does not lower DyT's loss, says DyT trains worse than
     no norm when the interval says so, and names a control whose best rate sits at the grid's
-    edge (the book records: +0.05 nats, −0.07 to +0.18; +2.05, +1.94 to +2.15; 5 seeds)."""
+    edge (the book records: +0.05 nats, −0.07 to +0.18; +2.05, +1.94 to +2.15; 5 seeds; every
+    control bracketed since 3e-4 was added, and the no-√d control at the edge without it)."""
     from tfx.runs import results
 
     recs = results.load("norms", "book")
@@ -142,4 +143,18 @@ def test_dyt_controls_note_reads_the_controls_from_the_records():
     note = lm_pages.dyt_controls_note(recs)
     assert "not shown to be what sinks the default α" in note
     assert "trains worse than no norm" in note
-    assert "DyT, no √d embedding scale: best rate at the grid's edge" in note
+    assert "grid's edge" not in note
+    without_lowest = [r for r in recs if r.point["lr"] != "3e-4"]
+    assert "DyT, no √d embedding scale: best rate at the grid's edge" in lm_pages.dyt_controls_note(
+        without_lowest)
+
+
+def test_init_sentence_names_the_law_that_fails_and_whether_the_encoder_fails_it_too():
+    laws = ("Post-LN grows like N", "Pre-LN grows like ln N", "Post-LN over 3× Pre-LN at the deepest N")
+    fit = lambda *held: {"parts": dict(zip(laws, held))}  # noqa: E731
+    assert "holds" in lm_pages.init_sentence(fit(True, True, True), fit(True, True, True))
+    both = lm_pages.init_sentence(fit(True, False, True), fit(True, False, True))
+    assert "“Pre-LN grows like ln N” fails in the LM and in the encoder alike" in both
+    assert "not borne out" in both and "Post-LN grows like N" not in both
+    lm_only = lm_pages.init_sentence(fit(False, True, True), fit(True, True, True))
+    assert "“Post-LN grows like N” fails in the LM (the encoder follows it)" in lm_only

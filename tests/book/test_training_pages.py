@@ -138,3 +138,22 @@ def test_first_steps_figure_shares_one_colour_scale():
     images = [im for ax in fig.axes for im in ax.get_images()]
     assert len(images) == 6 and len({im.norm.vmax for im in images}) == 1
     assert len(fig.axes) == 7  # six maps and one colour bar
+
+
+def test_wu3_effects_pair_the_log_falls_seed_by_seed():
+    """WU-3's effects are the log10 falls of the medians (step 1 over the lowest) without warmup
+    minus with it, paired by seed."""
+    import numpy as np
+
+    def run(g, u):  # medians over the window: step 1's value, then the lowest
+        return SimpleNamespace(grad_median=np.array([1.0, 1.0 / g]), update_median=np.array([1.0, 1.0 / u]))
+
+    first = {}
+    for s in range(3):
+        first[0, s] = run(100.0 * (s + 1), 10.0)
+        first[40, s] = run(2.0, 5.0)
+    e = pages.wu3_effects(first, 0, 40)
+    assert e["gradient"].diffs == pytest.approx({s: math.log10(50.0 * (s + 1)) for s in range(3)})
+    assert e["update"].diffs == pytest.approx({s: math.log10(2.0) for s in range(3)})
+    assert e["gradient"].verdict == "reproduces" and e["gradient"].unit == "decades"
+    assert pages.first_steps_falls(first, 40)[1] == pytest.approx((math.log10(2.0), math.log10(5.0)))

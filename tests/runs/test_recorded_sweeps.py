@@ -47,6 +47,8 @@ def test_learning_rate_grids_bracket_each_groups_best_rate(name):
     axes = {k for r in recs for k in r.point}
     if not axes & {"lr", "train.lr"}:
         pytest.skip(f"{name} has no learning-rate axis")
+    if name in RATES_FROM:
+        pytest.skip(f"{name} runs rates picked from {RATES_FROM[name][0]}'s bracketed grid (tested below)")
     groups = effects.groups(recs)
     edge = effects.unbracketed(recs)
     ok = 1 - len(edge) / len(groups)
@@ -59,3 +61,28 @@ def test_learning_rate_grids_bracket_each_groups_best_rate(name):
 @pytest.mark.parametrize("name", sorted(pending_records.UNRECORDED))
 def test_a_sweep_listed_as_unrecorded_has_no_records(name):
     assert name not in RECORDED, f"results/{name}.book.jsonl exists now: take {name} off pending_records.UNRECORDED"
+
+
+# A sweep that is not a learning-rate search: it reruns a few rates picked from another
+# sweep's bracketed grid (longer, or at another size). Its bracket is its source's: the rates it
+# runs must hold the source's best rate of the architecture it asks about.
+RATES_FROM = {
+    # 3× longer at 6+6: does Post-LN recover (slow) or plateau (failed)? (chapter 12)
+    "long-runs": ("lr-sensitivity", {"depth": "6 layers"}, "Post-LN"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RATES_FROM))
+def test_a_sweep_of_picked_rates_holds_its_sources_best_rate(name):
+    source, point, arch = RATES_FROM[name]
+    recs = results.load(name, "book", ROOT / "results")
+    if not recs:
+        pytest.skip(f"results/{name}.book.jsonl is not recorded yet")
+    src = results.load(source, "book", ROOT / "results")
+    lr_of = lambda rs: {r.train_config.lr for r in rs}  # noqa: E731
+    for warmup in sorted({r.point["warmup"] for r in recs}):
+        best = effects.best_rate(src, architecture=arch, warmup=warmup, **point)
+        assert best.bracketed, f"{source}: {arch}, {warmup}: its best rate is at the grid's edge"
+        want = best.lr
+        assert want in lr_of(results.select(recs, architecture=arch, warmup=warmup)), (
+            f"{name}: {arch}, {warmup}: runs {sorted(lr_of(recs))}, not {source}'s best rate {want}")

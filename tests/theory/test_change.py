@@ -115,6 +115,12 @@ def test_depth_laws_hold_for_theorem_2s_shapes_and_fail_otherwise():
     assert good["ratio"] == pytest.approx(16 / (1 + np.log(16)))
     assert not change.depth_laws({"depths": N, "post": log, "pre": lin})["holds"]
     assert not change.depth_laws({"depths": N, "post": lin, "pre": lin})["holds"]  # ratio 1
+    # Pre-LN's linear in N but slower (ratio 4): R² against ln N is high, but N fits better
+    slow = change.depth_laws({"depths": N, "post": lin, "pre": lin / 4})
+    assert slow["r2_pre_log"] >= change.LAW_R2 and slow["r2_pre_n"] > slow["r2_pre_log"]
+    assert slow["parts"] == {"Post-LN grows like N": True, "Pre-LN grows like ln N": False,
+                             "Post-LN over 3× Pre-LN at the deepest N": True}
+    assert not slow["holds"]
 
 
 def test_depth_exponents_per_seed():

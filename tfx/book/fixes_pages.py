@@ -23,12 +23,14 @@ from .notebook import glue, glue_figure
 from .plot import color, effects_plot, figure
 from .sweep_explorers import _stamp, cell_panels, grid_axes
 
-# Colours of the variants of the two recorded sweeps (experiments/t-fixup, experiments/lipschitz).
+# Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz, schemes).
 TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": "#c49c94",
                  "T-Fixup, embeddings only": "#e7ba52", "Xavier, no LN": color("none"),
                  "Post-LN": color("post"), "Post-LN, warmup": "#ff9896", "Pre-LN": color("pre")}
 LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"), "Lipschitz linears": "#9edae5",
                     "Xavier": color("post"), "Xavier, warmup": "#ff9896"}
+SCHEME_COLORS = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
+                 "T-Fixup": color("t-fixup"), "ReZero": color("rezero"), "DeepNorm": color("deepnorm")}
 DIVERGED_MARK = dict(marker="x", ms=7, mew=1.6, ls="none")
 LOG_ABOVE = 5.0  # an lr_figure panel whose losses reach this many times chance is drawn on a log axis
 SPLIT_FACTOR = 5.0  # a forest row this many times wider than the median row gets its own panel
@@ -263,9 +265,9 @@ def geo_mean_rows(vals):
 
 
 def output_change_figure(P, oc: dict, names: dict, items):
-    """Chapter 8, TF-1's aim: left, ‖ΔF‖² after one Adam step against depth (every seed thin,
-    the geometric mean bold) for each scheme of ``names`` ({key of oc: label}); right, the
-    forest plot of the depth-exponent effects ``items``."""
+    """TF-1's and DN-1's aim (chapters 8, 10): left, ‖ΔF‖² after one Adam step against depth
+    (every seed thin, the geometric mean bold) for each scheme of ``names`` ({key of oc: label},
+    the scheme under test first); right, the forest plot of the depth-exponent effects ``items``."""
     from .plot import log_ticks
 
     fig, (a, b) = figure(P, ncols=2, width=9.6, height=3.8)
@@ -279,7 +281,7 @@ def output_change_figure(P, oc: dict, names: dict, items):
     a.set(xlabel="layers N (encoder)", ylabel="‖ΔF‖² after one Adam step (lr 1e-5)")
     a.set_title("every seed thin, geometric mean bold", fontsize=10)
     a.legend(fontsize=7)
-    effects_plot(b, items, title="depth exponent: T-Fixup's against …",
+    effects_plot(b, items, title=f"depth exponent: {next(iter(names.values()))}'s against …",
                  xlabel="difference of depth exponents")
     return fig
 
@@ -307,6 +309,38 @@ def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
     for s, key in (("T-Fixup", "tfixup"), ("Xavier, no LN", "xavier"), ("Post-LN", "post"),
                    ("Post-LN, warmup", "postwarm"), ("Pre-LN", "pre")):
         glue(f"tf_best_{key}", best[s].variant)
+    return best
+
+
+def glue_schemes_sweep(recs, schemes) -> dict:
+    """Glue the facts of chapter 10's sweep (``experiments/schemes``) the text states (``sc_*``)
+    and return ``{scheme: BestRate}``, each scheme's own best rate
+    (:func:`tfx.runs.effects.best_rate`)."""
+    from ..runs import effects
+
+    r0 = recs[0]
+    glue("sc_runs", len(recs))
+    glue("sc_seeds", len({r.seed for r in recs}))
+    glue("sc_rates", len({r.point["lr"] for r in recs}))
+    glue("sc_steps", r0.train_config.steps)
+    glue("sc_deep", r0.config.n_enc)
+    glue("sc_width", r0.config.d_model)
+    glue("sc_task", r0.task)
+    glue("sc_chance", r0.history.chance_loss)
+    best = {s: effects.best_rate(recs, scheme=s) for s in schemes}
+    for s in schemes:
+        glue(f"sc_best_{s.lower().replace('-', '')}", best[s].variant)
+    glue("sc_unbracketed", ", ".join(g["scheme"] for g in effects.unbracketed(recs, axis="lr"))
+         or "none")
+    chance = r0.history.chance_loss  # Post-LN's lowest rate whose every run ends above chance
+    above = [r.point["lr"] for r in sorted(results.select(recs, scheme="Post-LN"),
+                                             key=lambda r: r.train_config.lr)
+             if all(effects.end_loss(x) > chance for x in results.select(
+                 recs, scheme="Post-LN", lr=r.point["lr"]))]
+    glue("sc_post_stuck", above[0] if above else "no rate of the grid")
+    for s in schemes:  # the window: at how many rates of the grid a seed learned (median)
+        win = sensitivity.windows(results.select(recs, scheme=s)).values()
+        glue(f"sc_win_{s.lower().replace('-', '')}", int(np.median(list(win))))
     return best
 
 

@@ -321,6 +321,29 @@ def first_steps_table(first, names, seeds, recorded) -> str:
     return "\n".join(lines)
 
 
+def first_steps_falls(first, name) -> dict:
+    """``{seed: (log10 fall of the embedding's median |g|, log10 fall of the median |Δθ|/η)}``
+    for the runs of one warmup ``name``: each median's step-1 value over its lowest in the
+    window, in decades."""
+    return {s: (math.log10(fs.grad_median[0] / np.nanmin(fs.grad_median)),
+                math.log10(fs.update_median[0] / np.nanmin(fs.update_median)))
+            for (w, s), fs in first.items() if w == name}
+
+
+def wu3_effects(first, none, warm) -> dict:
+    """WU-3's two paired effects (:func:`tfx.runs.effects.paired`), seed by seed: how many more
+    decades the embedding's median |g| and the median update per unit learning rate fall without
+    warmup (``none``) than with it (``warm``); the claim predicts 'higher' for both.
+    Returns ``{"gradient": Effect, "update": Effect}``."""
+    from ..runs import effects
+
+    falls = {w: first_steps_falls(first, w) for w in (none, warm)}
+    return {what: effects.paired({s: v[k] for s, v in falls[none].items()},
+                                 {s: v[k] for s, v in falls[warm].items()}, "higher",
+                                 a="no warmup", b="warmup", unit="decades")
+            for k, what in enumerate(("gradient", "update"))}
+
+
 # --------------------------------------------------------------------------- chapter 12
 def _depth_losses(rs, top):
     return _final_or_top(rs, top)
@@ -395,6 +418,50 @@ def dip_and_jump(runs, warmup_steps):
     dip = [min((v for s, v in ev(r) if s < warmup_steps), default=math.nan) for r in runs]
     jump = [max((v for s, v in ev(r) if s >= warmup_steps), default=math.nan) for r in runs]
     return dip, jump, [r.history.eval_loss[-1] for r in runs]
+
+
+def long_runs_figure(P, recs, archs, warms, learned_level, budget: int):
+    """Chapter 12, slow or failed: the held-out loss over training of each architecture at its
+    own best rate (:func:`tfx.runs.effects.runs_at_best_rate`), one panel per warmup, every
+    seed; the learned level dash-dotted, the floor dashed, and the step budget of the
+    learning-rate sweep (``budget``) dotted."""
+    from ..runs import effects
+
+    h = recs[0].history
+    fig, axes = figure(P, ncols=len(warms), width=9.4, height=3.6, sharey=True, task=recs[0].task)
+    for ax, w in zip(np.atleast_1d(axes), warms):
+        for a in archs:
+            best, runs = effects.runs_at_best_rate(recs, architecture=a, warmup=w)
+            for r in runs:
+                ax.plot(r.history.eval_step, r.history.eval_loss, color=PALETTE.get(a, "k"), lw=1,
+                        alpha=0.8, label=f"{a} (lr {best.variant})" if r is runs[0] else None)
+        ax.axhline(learned_level, color="0.6", ls="-.", lw=1, label="learned at or below")
+        ax.axhline(h.floor_loss, color="0.6", ls="--", lw=1, label="floor")
+        ax.axvline(budget, color="0.4", ls=":", lw=1, label=f"the sweep's {budget} steps")
+        ax.set(xlabel="step", title=w)
+        ax.legend(fontsize=7)
+    np.atleast_1d(axes)[0].set_ylabel("held-out loss (nats)")
+    return fig
+
+
+def loss_at_step(runs, step: int) -> list:
+    """Each run's held-out loss at its last evaluation at or before ``step``."""
+    return [max((s, v) for s, v in zip(r.history.eval_step, r.history.eval_loss) if s <= step)[1]
+            for r in runs]
+
+
+def long_runs_table(at_best: dict, budget: int) -> str:
+    """Chapter 12, slow or failed: per ``(architecture, warmup)`` of ``at_best`` (its runs at its
+    own best rate) the rate, the median held-out loss at step ``budget`` and at the end, and the
+    outcomes at the end (Markdown)."""
+    lines = [f"| architecture | warmup | best rate | loss at step {budget} (median) "
+             "| at the end (median) | outcomes at the end |", "|---|---|---|---|---|---|"]
+    for (a, w), runs in at_best.items():
+        lines.append(f"| {a} | {w} | {runs[0].point['lr']} | "
+                     f"{np.median(loss_at_step(runs, budget)):.2f} | "
+                     f"{np.median([r.history.eval_loss[-1] for r in runs]):.2f} | "
+                     f"{outcome_counts(runs)} |")
+    return "\n".join(lines)
 
 
 def lr_sensitivity_figure(P, lrecs, archs, warms, depths):

@@ -195,16 +195,23 @@ LAW_R2 = 0.9  # a depth law holds when a line through the measured points fits t
 def depth_laws(res) -> dict:
     """Theorem 2's two corollaries against an :func:`output_change_sweep` of ``"post"`` and
     ``"pre"`` (mean over seeds): ``r2_post_n`` / ``r2_post_log`` (Post-LN's output change
-    against N / ln N), ``r2_pre_log`` (Pre-LN's against ln N), ``ratio`` (Post-LN ÷ Pre-LN at
-    the deepest N) and ``holds``: Post-LN linear in N (R² ≥ LAW_R2, better than against ln N),
-    Pre-LN linear in ln N (R² ≥ LAW_R2), and Post-LN's change over 3× Pre-LN's at the deepest
-    N (Liu et al. 2020, Cor. 1–2, Fig. 4)."""
+    against N / ln N), ``r2_pre_log`` / ``r2_pre_n`` (Pre-LN's against ln N / N), ``ratio``
+    (Post-LN ÷ Pre-LN at the deepest N), ``parts`` (each law: Post-LN linear in N with
+    R² ≥ LAW_R2 and better than against ln N; Pre-LN linear in ln N with R² ≥ LAW_R2 and better
+    than against N; Post-LN's change over 3× Pre-LN's at the deepest N) and ``holds``: all
+    three (Liu et al. 2020, Cor. 1–2, Fig. 4). Each shape must beat the other one: a law
+    that any growing curve fits tells nothing."""
     N = np.asarray(res["depths"], dtype=float)
     post, pre = res["post"].mean(1), res["pre"].mean(1)
     out = {"r2_post_n": fit_linear(N, post)[2], "r2_post_log": fit_linear(np.log(N), post)[2],
-           "r2_pre_log": fit_linear(np.log(N), pre)[2], "ratio": float(post[-1] / pre[-1])}
-    out["holds"] = bool(out["r2_post_n"] >= LAW_R2 and out["r2_post_n"] > out["r2_post_log"]
-                        and out["r2_pre_log"] >= LAW_R2 and out["ratio"] > 3)
+           "r2_pre_log": fit_linear(np.log(N), pre)[2], "r2_pre_n": fit_linear(N, pre)[2],
+           "ratio": float(post[-1] / pre[-1])}
+    out["parts"] = {
+        "Post-LN grows like N": bool(out["r2_post_n"] >= LAW_R2 and out["r2_post_n"] > out["r2_post_log"]),
+        "Pre-LN grows like ln N": bool(out["r2_pre_log"] >= LAW_R2 and out["r2_pre_log"] > out["r2_pre_n"]),
+        "Post-LN over 3× Pre-LN at the deepest N": bool(out["ratio"] > 3),
+    }
+    out["holds"] = all(out["parts"].values())
     return out
 
 
