@@ -157,3 +157,19 @@ def test_wu3_effects_pair_the_log_falls_seed_by_seed():
     assert e["update"].diffs == pytest.approx({s: math.log10(2.0) for s in range(3)})
     assert e["gradient"].verdict == "reproduces" and e["gradient"].unit == "decades"
     assert pages.first_steps_falls(first, 40)[1] == pytest.approx((math.log10(2.0), math.log10(5.0)))
+
+
+def test_loss_at_step_and_long_runs_table_read_the_evaluation_at_or_before_the_budget():
+    """Chapter 12's slow-or-failed table: the held-out loss at the last evaluation at or before
+    the budget (not after it), the median at the end, and the outcomes."""
+    def run(seed, losses):
+        r = _rec(seed, losses[-1], lr="3e-4")
+        r.history.eval_step, r.history.eval_loss = [100, 400, 500, 1200], losses
+        return r
+
+    runs = [run(0, [5.0, 4.0, 3.5, 2.0]), run(1, [5.0, 3.0, 2.9, 1.0])]
+    assert pages.loss_at_step(runs, 450) == [4.0, 3.0]
+    assert pages.loss_at_step(runs, 1200) == [2.0, 1.0]
+    table = pages.long_runs_table({("Post-LN", "warmup"): runs}, 450).splitlines()
+    assert "loss at step 450" in table[0]
+    assert table[2].startswith("| Post-LN | warmup | 3e-4 | 3.50 | 1.50 |")

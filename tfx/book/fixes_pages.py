@@ -332,11 +332,10 @@ def glue_schemes_sweep(recs, schemes) -> dict:
         glue(f"sc_best_{s.lower().replace('-', '')}", best[s].variant)
     glue("sc_unbracketed", ", ".join(g["scheme"] for g in effects.unbracketed(recs, axis="lr"))
          or "none")
-    chance = r0.history.chance_loss  # Post-LN's lowest rate whose every run ends above chance
-    above = [r.point["lr"] for r in sorted(results.select(recs, scheme="Post-LN"),
-                                             key=lambda r: r.train_config.lr)
-             if all(effects.end_loss(x) > chance for x in results.select(
-                 recs, scheme="Post-LN", lr=r.point["lr"]))]
+    post = results.select(recs, scheme="Post-LN")  # its lowest rate whose every run ends above chance
+    rates = [name for _, name in sorted({r.train_config.lr: r.point["lr"] for r in post}.items())]
+    above = [lr for lr in rates if all(effects.end_loss(r) > r0.history.chance_loss
+                                       for r in results.select(post, lr=lr))]
     glue("sc_post_stuck", above[0] if above else "no rate of the grid")
     for s in schemes:  # the window: at how many rates of the grid a seed learned (median)
         win = sensitivity.windows(results.select(recs, scheme=s)).values()

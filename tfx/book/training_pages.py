@@ -313,10 +313,9 @@ def first_steps_table(first, names, seeds, recorded) -> str:
     lines = ["| warmup | seed | median \\|g\\| falls × | median \\|Δθ\\|/η falls × "
              "| recorded final loss (nats) |", "|---|---|---|---|---|"]
     for w in names:
+        falls = first_steps_falls(first, w)
         for s in seeds:
-            fs = first[w, s]
-            fg = fs.grad_median[0] / np.nanmin(fs.grad_median)
-            fu = fs.update_median[0] / np.nanmin(fs.update_median)
+            fg, fu = (10 ** x for x in falls[s])
             lines.append(f"| {cell(w)} | {s} | {fg:.3g} | {fu:.3g} | {recorded[w][s]:.2f} |")
     return "\n".join(lines)
 
