@@ -663,8 +663,8 @@ def test_WU_1_warmup_helps_post_ln_but_no_more_than_others_on_the_reverse_task()
     Reproduces on the noisy reverse task (experiments/lr-sensitivity.toml, 400 steps, 5 seeds):
     at 2+2 layers Post-LN's LR sensitivity is +0.23 nats (95 % CI +0.14 to +0.31) higher without
     warmup. Reproduces on De→En translation (experiments/translation.toml, 3+3 layers, 600
-    steps, 3 seeds; each side at its best of two rates): Post-LN ends +0.32 nats (+0.10 to
-    +0.53) higher without warmup, and warmup helps it +0.25 (+0.10 to +0.39) more than Pre-LN.
+    steps, 5 seeds; each side at its best of two rates): Post-LN ends +0.33 nats (+0.25 to
+    +0.41) higher without warmup, and warmup helps it +0.26 (+0.20 to +0.32) more than Pre-LN.
     Recorded non-reproductions on the reverse task: warmup lowers Post-LN's sensitivity no more
     than Pre-LN's (+0.01, −0.08 to +0.10) or Admin's (−0.07, −0.16 to +0.02); at 6+6 layers
     Post-LN's best end loss is +0.03 (−0.01 to +0.07) higher without warmup: not resolved. On the
@@ -710,14 +710,16 @@ def test_AD_3_deep_post_ln_ends_behind_with_warmup_stability_and_quality_not_rep
     seed); on the warmup axis at lr 1e-3 (experiments/warmup-axis-low.toml) +1.43 (+1.40 to
     +1.46) above Pre-LN with the longest warmup; trained three times longer
     (experiments/long-runs.toml, 1,200 steps), +1.40 (+1.33 to +1.46) above Pre-LN, though it
-    learns there: slow, and behind. Stability half, in part: at 2+2 without warmup Post-LN's LR sensitivity is +0.12
+    learns there: slow, and behind; at width 128 instead of 64 (experiments/width.toml, 5 seeds,
+    each at its best of five rates) +1.45 (+1.42 to +1.47) above Pre-LN and +1.38 (+1.33 to
+    +1.44) above Admin, the gap unchanged by the doubling (−0.02, −0.10 to +0.06). Stability half, in part: at 2+2 without warmup Post-LN's LR sensitivity is +0.12
     (+0.05 to +0.18) above Pre-LN's (reproduces) and −0.01 (−0.07 to +0.05) against Admin's; on
     the stability map (experiments/stability-map.toml, 5 seeds) −0.16 (−0.35 to +0.03) and −0.08
     (−0.21 to +0.04) against Pre-LN (not resolved), −0.36 (−0.64 to −0.07) and −0.23 (−0.40 to
     −0.07) against Admin (reversed): recorded non-reproductions. Quality half, recorded
     non-reproduction in the regime where Liu et al. expect no gap (shallow, early): Admin −
-    Pre-LN +0.06 (−0.08 to +0.20) on the noisy reverse task, +0.12 (+0.06 to +0.18, reversed) on
-    De→En translation (3 seeds)."""
+    Pre-LN +0.06 (−0.08 to +0.20) on the noisy reverse task, +0.13 (+0.09 to +0.18, reversed) on
+    De→En translation (5 seeds)."""
     ok, nr, rev = "reproduces", "not resolved at this scale", "reversed"
     _assert_verdicts("AD-3", {
         "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the learning rate "
@@ -736,6 +738,10 @@ def test_AD_3_deep_post_ln_ends_behind_with_warmup_stability_and_quality_not_rep
         "failure: at 6+6 layers and lr 1e-3, Post-LN with the longest warmup ends higher than Pre-LN with it": ok,
         "failure: at 6+6 layers with warmup, trained three times longer, Post-LN at its best rate ends higher "
         "than Pre-LN at its own": ok,
+        "failure: at 6+6 layers with warmup and width 128, Post-LN at its best rate ends higher than Pre-LN at "
+        "its own": ok,
+        "failure: at 6+6 layers with warmup and width 128, Post-LN at its best rate ends higher than Admin at "
+        "its own": ok,
         "quality: at 6+6 layers with warmup, Admin at its best rate ends lower than Pre-LN at its own": nr,
         "quality: on De→En translation with warmup, Admin at its best rate ends lower than Pre-LN at its own": rev,
     })

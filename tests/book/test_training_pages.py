@@ -173,3 +173,30 @@ def test_loss_at_step_and_long_runs_table_read_the_evaluation_at_or_before_the_b
     table = pages.long_runs_table({("Post-LN", "warmup"): runs}, 450).splitlines()
     assert "loss at step 450" in table[0]
     assert table[2].startswith("| Post-LN | warmup | 3e-4 | 3.50 | 1.50 |")
+
+
+def test_gap_change_words_follow_the_paired_effects_verdict():
+    """Chapter 12's width section: the gap at the wider width minus at the narrower, per seed;
+    the words come from the effect's verdict (expect='lower': the gap narrows), not a threshold."""
+    narrower = {s: 1.0 for s in range(5)}
+    spread = [0.01, -0.02, 0.015, -0.01, 0.02]
+    words = {name: pages.gap_change_words(paired({s: narrower[s] + shift + spread[s] for s in range(5)},
+                                                 narrower, "lower"))
+             for name, shift in (("narrows", -0.5), ("widens", 0.5), ("same", 0.0))}
+    assert words == {"narrows": "the gap narrows", "widens": "the gap widens",
+                     "same": "no change of the gap that these seeds resolve"}
+
+
+def test_identical_reruns_match_by_architecture_seed_and_rate_and_compare_every_logged_loss():
+    def run(seed, lr, losses, arch="Post-LN"):
+        r = _rec(seed, losses[-1], architecture=arch)
+        r.train_config = SimpleNamespace(lr=lr)
+        r.history.loss, r.history.eval_loss = losses, losses[-1:]
+        return r
+
+    earlier = [run(0, 1e-3, [3.0, 2.0]), run(1, 1e-3, [3.0, 2.5]), run(0, 3e-3, [3.0, 1.0])]
+    again = [run(0, 1e-3, [3.0, 2.0]), run(1, 1e-3, [3.0, 2.4]), run(0, 1e-3, [3.0, 2.0], "Pre-LN")]
+    assert pages.identical_reruns(again, earlier) == (1, 2)  # Pre-LN has no earlier run
+    assert "Same seed" in pages.rerun_sentence(2, 2, "d 64")
+    assert "did not reproduce" in pages.rerun_sentence(1, 2, "d 64")
+    assert "nothing to compare" in pages.rerun_sentence(0, 0, "d 16")

@@ -56,6 +56,23 @@ def test_slow_is_told_from_failed_by_the_last_fifth_of_the_run(losses, verdict):
         assert verdict not in outcome.FAILED
 
 
+@pytest.mark.parametrize("losses, bleu, verdict", [
+    ((2.9, 2.5, 2.0, 1.9, 1.5), 5.0, "learned"),  # past the line and translating
+    ((2.9, 2.5, 2.0, 1.9, 1.5), 0.3, "still learning"),  # past the loss line, ignores the source, falling
+    ((2.9, 2.5, 2.0, 1.5, 1.5), 0.3, "did not learn"),  # ignores the source, on a plateau
+    ((2.9, 2.8, 2.7, 2.6, 2.5), 5.0, "still learning"),  # short of the loss line, falling
+])
+def test_on_translation_bleu_gates_learned_and_the_slope_tells_slow_from_failed(losses, bleu, verdict):
+    """A run whose translations ignore the source (BLEU < MIN_BLEU) has not learned, whatever its
+    loss; it failed only if its held-out loss has stopped falling too (issue 27: no run is called
+    'did not learn' while its held-out loss still falls)."""
+    h = History(status="finished", chance_loss=3.0, floor_loss=0.0, bleu=[0.0] * 4 + [bleu], **_curve(*losses))
+    out = outcome.judge(h)
+    assert out.verdict == verdict
+    if bleu < outcome.MIN_BLEU:
+        assert "BLEU" in out.reason
+
+
 def test_too_few_evaluations_cannot_be_called_still_learning():
     h = History(status="did not learn", chance_loss=3.0, **_curve(2.9, 2.6, every=250))  # steps 250, 500
     assert outcome.still_falling(h) is not None  # 250 is a fifth or more before 500

@@ -220,6 +220,11 @@ COMPARISONS = [
     Comparison("AD-3", "failure: at 6+6 layers with warmup, trained three times longer, Post-LN at its best rate "
                        "ends higher than Pre-LN at its own", "long-runs", "architecture", "Post-LN", "Pre-LN",
                "higher", {"warmup": "warmup"}, own_rate=True),
+    # depth, or depth for its width? The same 6+6 recipe at width 128 (experiments/width.toml): if the
+    # failure were the depth-to-width ratio's, doubling the width would close the gap
+    *(Comparison("AD-3", f"failure: at 6+6 layers with warmup and width 128, Post-LN at its best rate ends "
+                         f"higher than {ref} at its own", "width", "architecture", "Post-LN", ref, "higher",
+                 {"width": "d 128"}, own_rate=True) for ref in ("Pre-LN", "Admin")),
     # Quality (Table 2: Admin ends better than Pre-LN). Liu et al. find the methods alike on shallow
     # models and Admin as fast as Pre-LN early in training; our runs are that regime, so the verdict
     # is reported as measured and the chapter says where the paper expects a gap.

@@ -476,6 +476,48 @@ def lr_sensitivity_figure(P, lrecs, archs, warms, depths):
     return fig
 
 
+def width_figure(P, recs, archs, widths):
+    """Final loss against learning rate at each width (one panel per width, tfx.book.plot)."""
+    fig, axes = figure(P, ncols=len(widths), width=9.4, height=3.2, sharey=True)
+    for ax, w in zip(np.atleast_1d(axes), widths):
+        lr_curves(ax, results.select(recs, width=w), archs, title=f"width {w.split()[-1]}")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    return fig
+
+
+def identical_reruns(runs, earlier) -> tuple[int, int]:
+    """(how many, of how many) of ``runs`` that have a run in ``earlier`` with the same
+    architecture, seed and learning rate, have the same training and held-out losses at every
+    logged step: a sweep that retrains another's runs checks "same seed, same device, same
+    numbers" for free."""
+    def key(r):
+        return r.point.get("architecture"), r.seed, r.train_config.lr
+
+    before = {key(r): r for r in earlier}
+    pairs = [(r, before[key(r)]) for r in runs if key(r) in before]
+    same = sum(a.history.loss == b.history.loss and a.history.eval_loss == b.history.eval_loss
+               for a, b in pairs)
+    return same, len(pairs)
+
+
+def rerun_sentence(same: int, matched: int, where: str) -> str:
+    """What :func:`identical_reruns` found, in a sentence for the page."""
+    if not matched:
+        return f"At {where} the runs do not repeat an earlier sweep's, so there is nothing to compare."
+    verdict = ("Same seed, same device, same numbers." if same == matched else
+               "The others differ: a rerun on this device did not reproduce its record.")
+    return (f"The runs at {where} repeat the learning-rate sweep's, trained again by a separate "
+            f"sweep: {same} of {matched} log the same training and held-out losses at every step "
+            f"as the earlier records. {verdict}")
+
+
+def gap_change_words(e) -> str:
+    """A gap's change read from the verdict of its paired effect (expect='lower': the gap at
+    the second setting minus at the first is predicted to fall), in words."""
+    return {"reproduces": "the gap narrows", "reversed": "the gap widens"}.get(
+        e.verdict, "no change of the gap that these seeds resolve")
+
+
 def stability_map(srecs, archs, b2s, lrs):
     """{architecture: (mean final loss grid [lr × β₂], marks grid, failed cells)}: a cell is
     marked D if a seed diverged, N if a seed did not learn (tfx.runs.outcome)."""

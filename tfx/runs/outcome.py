@@ -19,13 +19,14 @@ and says one of
   learned        L closed at least LEARNED_SHARE of the gap from chance to the floor:
                  (C − L) / (C − F) ≥ 1/4, and, on a translation task (BLEU measured), its
                  greedy translations of held-out sentences score BLEU ≥ MIN_BLEU
-  still learning the run has not reached that line, but its held-out loss is still falling:
+  still learning the run has not reached that line (on translation: by loss or by BLEU), but
+                 its held-out loss is still falling:
                  the last evaluation is more than STILL_FALLING (1 %) below the last one at
                  least a fifth of the run earlier (:func:`still_falling`). Slow, not failed:
                  the run was stopped, not stuck
-  did not learn  anything else: the run finished short of the line with its held-out loss
-                 flat or rising over the last fifth (a plateau), or translated nothing of its
-                 source. Only this and ``diverged`` are failures
+  did not learn  anything else: the run finished short of the line (or translated nothing of
+                 its source) with its held-out loss flat or rising over the last fifth (a
+                 plateau). Only this and ``diverged`` are failures
 
 The continuous numbers stay beside the verdict: ``loss``, ``excess = L − F`` (the quality:
 how far above the best achievable) and ``gap_closed = (C − L)/(C − F)``.
@@ -96,20 +97,19 @@ def judge(run) -> Outcome:
         return Outcome("diverged", loss, chance, floor, why, h.steps_done)
     out = Outcome("learned", loss, chance, floor)
     bleu = list(getattr(h, "bleu", []) or [])
-    if bleu and not bleu[-1] >= MIN_BLEU:
-        return Outcome("did not learn", loss, chance, floor,
-                       f"BLEU {bleu[-1]:.2f} < {MIN_BLEU:g} on held-out sentences: the translations ignore "
-                       f"the source (held-out loss {loss:.4g}, chance {chance:.4g})")
-    if out.gap_closed >= LEARNED_SHARE:
+    ignores_source = bool(bleu) and not bleu[-1] >= MIN_BLEU
+    if out.gap_closed >= LEARNED_SHARE and not ignores_source:
         return out
+    short = (f"BLEU {bleu[-1]:.2f} < {MIN_BLEU:g} on held-out sentences: the translations ignore the source "
+             f"(held-out loss {loss:.4g}, chance {chance:.4g})" if ignores_source else
+             f"held-out loss {loss:.4g} closed {out.gap_closed:.0%} of the gap from chance {chance:.4g} to "
+             f"the floor {floor:.4g} (learned: ≥ {LEARNED_SHARE:.0%})")
+    # short of the line either way: slow if the held-out loss still falls, failed if it does not
     fall = still_falling(h)
     if fall is not None:
         return Outcome("still learning", loss, chance, floor,
-                       f"held-out loss {loss:.4g} closed {out.gap_closed:.0%} of the gap from chance {chance:.4g} to "
-                       f"the floor {floor:.4g} and was still falling: {fall:.1%} lower than at step {_ref_step(h)}")
-    return Outcome("did not learn", loss, chance, floor,
-                   f"held-out loss {loss:.4g} closed {out.gap_closed:.0%} of the gap from chance "
-                   f"{chance:.4g} to the floor {floor:.4g} (learned: ≥ {LEARNED_SHARE:.0%})")
+                       f"{short}, and still falling: {fall:.1%} lower than at step {_ref_step(h)}")
+    return Outcome("did not learn", loss, chance, floor, short)
 
 
 def _ref_step(h):
