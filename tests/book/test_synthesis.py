@@ -90,6 +90,25 @@ def test_gpu_status_names_the_experiments_without_full_records():
     assert all(missing == [] for missing in every.values())
 
 
+def test_gpu_verdicts_judge_what_the_gpu_records_can_read_and_nothing_else():
+    from tfx.book import evidence
+    from tfx.runs import results
+
+    assert synthesis.gpu_verdicts(load=lambda name: []) == []
+    assert synthesis.gpu_verdicts_sentence([]) == "no registered comparison can be read from them yet"
+    # stand-in: the book profile's lr-sensitivity records as if they were the GPU's
+    recs = results.load("lr-sensitivity", "book")
+    items = synthesis.gpu_verdicts(load=lambda name: recs if name == "lr-sensitivity" else [])
+    registered = [c for comps in evidence.BY_CLAIM.values() for c in comps if c.experiment == "lr-sensitivity"]
+    assert [c for c, _ in items] == registered  # every depth it reads is in them
+    assert [e.mean for _, e in items] == [c.effect(recs).mean for c in registered]
+    sentence = synthesis.gpu_verdicts_sentence(items)
+    assert sentence.startswith(f"{len(items)} comparisons (WU-1, AD-3) can be read from them: ")
+    six = [r for r in recs if r.point["depth"] == "6 layers"]  # no 2+2: the comparisons at 2+2 drop out
+    fewer = synthesis.gpu_verdicts(load=lambda name: six if name == "lr-sensitivity" else [])
+    assert 0 < len(fewer) < len(items) and all("2+2" not in c.says for c, _ in fewer)
+
+
 def test_chapter_number():
     assert synthesis.chapter_number("11-warmup-adam") == "11"
     assert synthesis.chapter_number("") == "—"

@@ -200,3 +200,91 @@ def test_identical_reruns_match_by_architecture_seed_and_rate_and_compare_every_
     assert "Same seed" in pages.rerun_sentence(2, 2, "d 64")
     assert "did not reproduce" in pages.rerun_sentence(1, 2, "d 64")
     assert "nothing to compare" in pages.rerun_sentence(0, 0, "d 16")
+
+
+# ------------------------------------------------------------------ the "At GPU scale" verdicts
+def _gpu_grid(best: dict, floor: dict, depths=("6",), seeds=5):
+    """Loss = floor + |log10 lr − log10 best| per architecture on a 3-rate grid, a little per seed."""
+    out = []
+    for d in depths:
+        for a in best:
+            for lr in ("1e-4", "1e-3", "1e-2"):
+                for s in range(seeds):
+                    loss = floor[a] + abs(math.log10(float(lr)) - math.log10(best[a])) + 0.01 * s * (s % 2)
+                    r = _rec(s, loss, arch=a, depth=d, lr=lr)
+                    r.train_config = SimpleNamespace(lr=float(lr), steps=100)
+                    out.append(r)
+    return out
+
+
+def _comparisons(monkeypatch):
+    from tfx.book import evidence
+
+    own = evidence.Comparison("AD-3", "A at its best rate ends higher than B at its own", "gpu", "arch",
+                              "A", "B", "higher", {"depth": "6"}, own_rate=True)
+    deep = evidence.Comparison("AD-3", "A ends higher than B at depth 12", "gpu", "arch", "A", "B",
+                               "higher", {"depth": "12", "lr": "1e-3"})
+    monkeypatch.setitem(evidence.BY_CLAIM, "AD-3", [own, deep])
+    return own, deep
+
+
+def test_gpu_effects_judge_only_the_comparisons_the_gpu_records_can_read(monkeypatch):
+    own, deep = _comparisons(monkeypatch)
+    gpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
+    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    assert [c for c, _ in items] == [own]  # no depth 12 in these records: left out, not failed
+    assert items[0][1].verdict == "reproduces" and items[0][1].mean == pytest.approx(1.0)
+    assert pages.gpu_effects({"gpu": []}, claims=("AD-3",)) == []
+    assert pages.gpu_effects(gpu | {"gpu": _gpu_grid({"A": 1e-3}, {"A": 1.0}, depths=("6", "12"))},
+                             claims=("AD-3",)) == []  # B missing: no comparison reads
+
+
+def test_gpu_edges_name_each_side_whose_best_rate_is_at_the_grid_edge(monkeypatch):
+    own, _ = _comparisons(monkeypatch)
+    gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
+    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    assert pages.gpu_edges(gpu, items) == ["A · 6: best at 1e-4, the lowest rate tried"]
+    high = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-1}, {"A": 2.0, "B": 1.0})}
+    assert pages.gpu_edges(high, pages.gpu_effects(high, claims=("AD-3",))) == [
+        "B · 6: best at 1e-2, the highest rate tried"]
+    bracketed = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
+    assert pages.gpu_edges(bracketed, pages.gpu_effects(bracketed, claims=("AD-3",))) == []
+
+
+def test_gpu_verdicts_markdown_puts_the_cpu_verdict_beside_the_gpu_one(monkeypatch):
+    _comparisons(monkeypatch)
+    gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
+    cpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 1.0, "B": 2.0})}
+    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    text = pages.gpu_verdicts_markdown(gpu, items, cpu).splitlines()
+    assert text[0].startswith("- **AD-3**, A at its best rate ends higher than B at its own. GPU: +1.00 nats")
+    assert "**reproduces**" in text[0] and text[0].endswith("CPU: -1.00 nats (95 % CI -1.00 to -1.00; "
+                                                            "0 of 5 seeds higher), reversed.")
+    assert text[1].endswith("A · 6: best at 1e-4, the lowest rate tried.")
+    assert "CPU" not in pages.gpu_verdicts_markdown(gpu, items)
+    assert pages.gpu_verdicts_markdown(gpu, []).startswith("No registered comparison")
+
+
+def test_gpu_scale_names_the_layers_width_precision_and_card():
+    r = SimpleNamespace(config=SimpleNamespace(n_enc=6, n_dec=6, d_model=512), amp_dtype="bfloat16",
+                        device="cuda", device_name="NVIDIA H200")
+    assert pages.gpu_scale([r]) == "6+6 layers, d 512, bfloat16 on NVIDIA H200"
+    lm = SimpleNamespace(config=SimpleNamespace(n_enc=8, n_dec=0, d_model=256), amp_dtype=None,
+                         device="cuda", device_name="")
+    assert pages.gpu_scale([lm]) == "8 layers, d 256, float32 on cuda"
+
+
+def test_a_gpu_figure_is_stamped_with_its_records_profile_card_and_task_not_the_pages():
+    from tfx.book import evidence
+
+    c = evidence.Comparison("AD-3", "A ends higher than B", "gpu", "arch", "A", "B", "higher")
+    r = SimpleNamespace(config=SimpleNamespace(n_enc=6, n_dec=6, d_model=512), amp_dtype="bfloat16",
+                        device="cuda", device_name="NVIDIA H200", profile="full", task="big-corpus")
+    stamp = pages.records_profile(P, [r])
+    assert str(stamp) == "profile: full · device: NVIDIA H200 · task: big-corpus"
+    fig = pages.gpu_effects_figure(P, [(c, UP)], [r])
+    texts = [t.get_text() for t in fig.texts]
+    assert str(stamp) in texts and str(P) not in texts
+    assert fig.axes[0].get_title().startswith("6+6 layers, d 512, bfloat16 on NVIDIA H200")
+    empty = pages.gpu_effects_figure(P, [], [])
+    assert "not yet run on a GPU" in [t.get_text() for t in empty.axes[0].texts]

@@ -2,6 +2,7 @@
 and tfx.runs.sweep.first_step_below."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from tfx.runs import results, sweep
@@ -30,6 +31,8 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     assert f"{pre.final_loss:.4f}" in by_train[2] and by_train[2] != table[2]
     prov = results.provenance(recs)
     assert prov.startswith("device cpu · code ") and recs[0].finished_at[:10] in prov
+    gpu = [dataclasses.replace(r, device="cuda", device_name="NVIDIA H200") for r in recs]
+    assert results.provenance(gpu).startswith("device cuda (NVIDIA H200) · code ")  # a GPU result names its card
 
 
 def test_first_step_below():

@@ -33,7 +33,7 @@ def test_grid_order_and_fields(records):
         assert r.status == r.history.status == r["status"]
         assert r.train_config.seed == r.seed
         assert r.history.steps_done == 3 and len(r.history.loss) == 3
-        assert r.wall_time > 0 and r.device == "cpu"
+        assert r.wall_time > 0 and r.device == "cpu" and r.device_name == ""  # a CPU names no card
         assert r.code_version and isinstance(r.code_version, str)
         d = r.to_dict()
         assert {"label", "config", "train_config", "seed", "code_version", "device", "amp_dtype",
@@ -170,3 +170,11 @@ def test_steps_to_loss():
     assert sweep.steps_to_loss(h, 2.6, smooth=2) == 3  # (3 + 2) / 2 = 2.5
     assert sweep.steps_to_loss(h, 0.1, smooth=2) is None
     assert sweep.steps_to_loss(tfx.History(step=[1, 2], loss=[float("nan"), 0.1]), 1.0, smooth=2) is None
+
+
+def test_a_cuda_record_names_its_card_and_a_cpu_record_names_none(monkeypatch):
+    import torch
+
+    assert sweep._device_name("cpu") == ""
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: f"card of {device}")
+    assert sweep._device_name("cuda:1") == "card of cuda:1"

@@ -120,6 +120,16 @@ class Comparison:
     def unit(self) -> str:
         return UNITS[self.measure]
 
+    def points(self) -> list[dict]:
+        """The grid points this comparison reads: each side, and each side at the contrast's point."""
+        extras = [{}] + ([self.contrast] if self.contrast else [])
+        return [{**self.point, **e, self.axis: v} for e in extras for v in (self.a, self.b)]
+
+    def reads(self, records) -> bool:
+        """Whether ``records`` hold runs at every point this comparison reads (a sweep at
+        another scale, the GPU's, may span fewer depths than the book profile's)."""
+        return all(results.select(records, **p) for p in self.points())
+
     def values(self, records, variant: str, extra: dict | None = None) -> tuple[str, dict]:
         """(name, {seed: value}) of ``variant`` at this comparison's point (and ``extra``)."""
         point = {**self.point, **(extra or {}), self.axis: variant}

@@ -169,3 +169,38 @@ def gpu_status(load=None) -> dict:
         missing = sorted({c.experiment for c in comps if not load(c.experiment)})
         out[claim] = missing
     return out
+
+
+def gpu_verdicts(load=None) -> list:
+    """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers, for any
+    claim, that the GPU (``full``-profile) records in so far can read, judged as the book
+    profile's are (:func:`tfx.book.training_pages.gpu_effects`). ``load(name)``: an
+    experiment's GPU records (default: the checkout's ``results/`` or the shipped copy)."""
+    from . import evidence
+    from ..runs import results
+    from .training_pages import gpu_effects
+
+    def full(name):
+        try:
+            return results.load(name, "full")
+        except (OSError, ValueError):
+            return []
+
+    load = load or full
+    names = sorted({c.experiment for comps in evidence.BY_CLAIM.values() for c in comps})
+    gpu = {n: recs for n in names if (recs := load(n))}
+    return gpu_effects(gpu, claims=tuple(evidence.BY_CLAIM))
+
+
+def gpu_verdicts_sentence(items) -> str:
+    """'4 comparisons (AD-3, WU-1) can be read from them: 3 of 4 reproduce, 1 is reversed',
+    or that none can be read yet, from :func:`gpu_verdicts`."""
+    from .training_pages import verdict_tally
+
+    if not items:
+        return "no registered comparison can be read from them yet"
+    claims = ", ".join(dict.fromkeys(c.claim for c, _ in items))
+    n = len(items)
+    return (f"{n} comparison{'s' if n != 1 else ''} ({claims}) can be read from them: "
+            f"{verdict_tally(e for _, e in items)}")
+

@@ -159,6 +159,96 @@ def gpu_markdown(gpu: dict, axes: dict) -> str:
     return "\n\n".join(out)
 
 
+def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
+    """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers for
+    ``claims`` that the GPU (``full``-profile) records ``gpu`` (``{experiment: records}``) can
+    read, judged by the same registry and the same statistics as the book profile's (a
+    comparison at a depth the GPU sweep did not run is left out, not failed)."""
+    from . import evidence
+
+    return [(c, c.effect(gpu[c.experiment])) for claim in claims for c in evidence.BY_CLAIM[claim]
+            if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
+
+
+def gpu_edges(gpu: dict, items) -> list[str]:
+    """'Post-LN, warmup: best at lr=0.0003, the lowest rate tried' for each side of an
+    own-rate comparison in ``items`` whose best rate sits at the edge of its grid: there the
+    verdict reads that side at a rate that may not be its best."""
+    from ..runs import effects
+
+    out = []
+    for c, _ in items:
+        if not c.own_rate:
+            continue
+        recs = gpu[c.experiment]
+        for p in c.points():
+            b = effects.best_rate(recs, **p)
+            if b.bracketed:
+                continue
+            edge = "lowest" if b.lr == min(b.rates) else "highest"
+            axis = effects.lr_axis(recs)
+            where = " · ".join(str(v) for k, v in results.select(recs, **p)[0].point.items() if k != axis)
+            text = f"{where}: best at {b.variant}, the {edge} rate tried"
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def gpu_verdicts_markdown(gpu: dict, items, cpu: dict | None = None) -> str:
+    """The "At GPU scale" verdicts as a Markdown list: per comparison, the claim, what a
+    reproduction shows, the paired effect with its 95 % interval and the verdict, and beside
+    it the same comparison on the CPU records ``cpu`` (``{experiment: records}``, the book
+    profile) where given; then the sides whose best rate is at the edge of the GPU grid
+    (:func:`gpu_edges`)."""
+    if not items:
+        return ("No registered comparison can be read from the GPU records yet; the box at the "
+                "end of the page says how to run the rest.")
+    lines = []
+    for c, e in items:
+        line = f"- **{c.claim}**, {c.says}. GPU: {e.describe()}, **{e.verdict}**."
+        if cpu and cpu.get(c.experiment) and c.reads(cpu[c.experiment]):
+            e_cpu = c.effect(cpu[c.experiment])
+            line += f" CPU: {e_cpu.describe()}, {e_cpu.verdict}."
+        lines.append(line)
+    edges = gpu_edges(gpu, items)
+    if edges:
+        lines.append("- At the edge of the GPU grid (so the verdict may not read that side at "
+                     "its own best rate): " + "; ".join(edges) + ".")
+    return "\n".join(lines)
+
+
+def gpu_scale(records) -> str:
+    """'6+6 layers, d 512, bfloat16 on NVIDIA H200': the size and device of GPU records."""
+    r = records[0]
+    layers = f"{r.config.n_enc}+{r.config.n_dec}" if r.config.n_dec else str(r.config.n_enc)
+    devices = ", ".join(sorted({x.device_name or x.device for x in records}))
+    return f"{layers} layers, d {r.config.d_model}, {r.amp_dtype or 'float32'} on {devices}"
+
+
+def records_profile(P, records):
+    """``P`` as the figure stamp of recorded runs should read: the records' own profile,
+    device (the card's name where recorded) and task, not the page's (a GPU figure on a page
+    built on a CPU says it ran on the GPU)."""
+    import dataclasses
+
+    r = records[0]
+    devices = ", ".join(sorted({x.device_name or x.device for x in records}))
+    return dataclasses.replace(P, name=r.profile or P.name, device=devices, task=r.task or P.task, task_note="")
+
+
+def gpu_effects_figure(P, items, records):
+    """The forest plot of the GPU verdicts (:func:`effects_figure`), titled with the size and
+    card of ``records`` (:func:`gpu_scale`) and stamped with their profile, card and task; a
+    figure that says so while no comparison can be read."""
+    if items:
+        return effects_figure(records_profile(P, records), [(f"{c.claim}: {c.says}", e) for c, e in items],
+                              title=f"{gpu_scale(records)}: paired effects (nats), every seed, 95 % interval")
+    fig, ax = figure(P, width=8.0, height=1.2)
+    ax.text(0.5, 0.5, "not yet run on a GPU", ha="center", va="center")
+    ax.set_axis_off()
+    return fig
+
+
 # --------------------------------------------------------------------------- chapter 11
 def radam_figure(P, t, betas2=(0.95, 0.98, 0.999)):
     """Left: Var[ψ] against ρ, exact and first order (eq-wu-var). Right: RAdam's r_t."""

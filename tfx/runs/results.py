@@ -62,6 +62,7 @@ class Record:
     run_id: str = ""  # what ran (label, configs, seed, task, experiment, profile)
     key: str = ""  # run_id and the code version: a rerun skips a key already recorded
     finished_at: str = ""  # UTC, ISO 8601
+    device_name: str = ""  # the accelerator's own name ('NVIDIA H200', torch.cuda.get_device_name); '' on a CPU
     fixture: bool = False  # a tiny CPU stand-in made to test a chapter's cells (sweep --fixture), never a result
     # earlier code versions this record was carried forward from (tfx.runs.carry): each
     # {"code_version", "key", "checked_on", "checked"}, where "checked" names the sampled runs
@@ -248,14 +249,17 @@ def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
 
 
 def provenance(records) -> str:
-    """'device cpu · code 1a2b3c4d5e6f · 2026-11-23' for a set of records (every distinct value)."""
+    """'device cpu · code 1a2b3c4d5e6f · 2026-11-23' for a set of records (every distinct value);
+    a GPU's name beside its device: 'device cuda (NVIDIA H200) · …'."""
     join = lambda xs: ", ".join(sorted({str(x) for x in xs if x})) or "?"  # noqa: E731
     records = list(records)
     label = ("FIXTURES (tiny CPU stand-ins that test this cell; not results) · "
              if any(getattr(r, "fixture", False) for r in records) else "")
     carried = join(c["code_version"] for r in records for c in r.carried_from)
     note = f" (carried forward from {carried}: checked to change no number)" if carried != "?" else ""
-    return label + (f"device {join(r.device for r in records)} · code {join(r.code_version for r in records)}{note}"
+    devices = join(f"{r.device} ({r.device_name})" if getattr(r, "device_name", "") else r.device
+                   for r in records)
+    return label + (f"device {devices} · code {join(r.code_version for r in records)}{note}"
                     f" · {join(r.finished_at[:10] for r in records)}")
 
 

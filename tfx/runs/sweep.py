@@ -75,8 +75,18 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
                   device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
-                  amp_dtype=_amp_dtype(hist), bleu=_bleu(hist),
+                  amp_dtype=_amp_dtype(hist), bleu=_bleu(hist), device_name=_device_name(hist.device),
                   finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def _device_name(device: str) -> str:
+    """A Record's ``device_name``: the GPU's own name ('NVIDIA H200') where the run was on CUDA,
+    so a GPU result says which card made it; '' on a CPU."""
+    if not str(device).startswith("cuda"):
+        return ""
+    import torch
+
+    return torch.cuda.get_device_name(torch.device(device))
 
 
 def _bleu(hist) -> float | None:
