@@ -288,3 +288,35 @@ def test_a_gpu_figure_is_stamped_with_its_records_profile_card_and_task_not_the_
     assert fig.axes[0].get_title().startswith("6+6 layers, d 512, bfloat16 on NVIDIA H200")
     empty = pages.gpu_effects_figure(P, [], [])
     assert "not yet run on a GPU" in [t.get_text() for t in empty.axes[0].texts]
+
+
+def test_translation_tables_bold_each_rows_best_rate_and_count_its_failed_seeds():
+    from tfx.runs import effects, results
+
+    trecs = results.load("translation", "book")
+    lrs = sorted({r.point["lr"] for r in trecs}, key=float)
+    loss, bleu = pages.translation_tables(trecs, lrs).split("\n\n**Greedy BLEU")
+    for table in (loss, bleu):
+        rows = [line for line in table.splitlines() if line.startswith("| ") and "architecture" not in line]
+        assert len(rows) == 6  # three architectures × two warmups
+        for line in rows:
+            a, w, *cells = [c.strip() for c in line.strip("|").split("|")]
+            best = effects.best_rate(trecs, architecture=a, warmup=w).variant
+            assert [c.startswith("**") for c in cells] == [lr == best for lr in lrs], line
+            for lr, c in zip(lrs, cells):
+                rs = results.select(trecs, architecture=a, warmup=w, lr=lr)
+                failed = sum(r.outcome.verdict in ("did not learn", "diverged") for r in rs)
+                assert (f"({failed} of {len(rs)} failed)" in c) == bool(failed), c
+    mean = sum(effects.end_loss(r) for r in results.select(trecs, architecture="Pre-LN", warmup="none", lr=lrs[0])) / 5
+    assert f"| Pre-LN | none | {mean:.2f}" in loss or f"| Pre-LN | none | **{mean:.2f}**" in loss
+
+
+def test_bracket_sentence_names_each_group_whose_best_rate_is_at_the_grid_edge():
+    inside = _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})
+    assert pages.bracket_sentence(inside) == "every group's best rate lies inside it"
+    one = _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})
+    assert pages.bracket_sentence(one) == ("the best of A · 6 (1e-4, the lowest) sits at its edge, so there "
+                                           "the optimum is not located")
+    two = _gpu_grid({"A": 1e-4, "B": 1e-1}, {"A": 2.0, "B": 1.0})
+    assert pages.bracket_sentence(two).startswith("the best of A · 6 (1e-4, the lowest) and B · 6 (1e-2, "
+                                                  "the highest) sit at its edge")

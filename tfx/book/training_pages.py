@@ -730,14 +730,56 @@ def translation_figure(P, trecs, archs, warms, lrs):
     return fig
 
 
+def bracket_sentence(records) -> str:
+    """Whether each group's best learning rate (lowest mean end loss) lies inside the grid:
+    'every group's best rate lies inside it', or 'the best of Post-LN · none (1e-3, the lowest)
+    sits at its edge, so there the optimum is not located' (:func:`tfx.runs.effects.unbracketed`)."""
+    from ..runs import effects
+
+    axis = effects.lr_axis(records)
+    lowest = min(r.train_config.lr for r in records)
+    named = []
+    for g in effects.unbracketed(records, axis=axis):
+        where = " · ".join(str(v) for k, v in g.items() if k != axis)
+        side = "lowest" if results.select(records, **g)[0].train_config.lr == lowest else "highest"
+        named.append(f"{where} ({g[axis]}, the {side})")
+    if not named:
+        return "every group's best rate lies inside it"
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    verb = "sits" if len(named) == 1 else "sit"
+    return f"the best of {listed} {verb} at its edge, so there the optimum is not located"
+
+
 def translation_tables(trecs, lrs) -> str:
-    """Per learning rate: held-out loss at the end and greedy BLEU, one value per seed."""
+    """Two tables, a row per architecture and warmup and a column per learning rate: the
+    held-out loss at the end (L₀ where a run diverged, :func:`tfx.runs.effects.end_loss`) and
+    the greedy BLEU, each the mean over seeds. The row's best rate (lowest mean loss,
+    :func:`tfx.runs.effects.best_rate`) is in bold; a cell where seeds did not learn or
+    diverged says how many (the book's outcome rule)."""
+    from ..runs import effects
+
+    archs = list(dict.fromkeys(r.point["architecture"] for r in trecs))
+    warms = list(dict.fromkeys(r.point["warmup"] for r in trecs))
+
+    def row(a, w, value, fmt):
+        best = effects.best_rate(trecs, architecture=a, warmup=w).variant
+        cells = []
+        for lr in lrs:
+            rs = results.select(trecs, architecture=a, warmup=w, lr=lr)
+            if not rs:
+                cells.append("—")
+                continue
+            text = fmt.format(float(np.mean([value(r) for r in rs])))
+            failed = sum(r.outcome.verdict in outcome.FAILED for r in rs)
+            text = f"**{text}**" if lr == best else text
+            cells.append(text + (f" ({failed} of {len(rs)} failed)" if failed else ""))
+        return f"| {a} | {w} | " + " | ".join(cells) + " |"
+
+    head = "| architecture | warmup | " + " | ".join(f"lr {lr}" for lr in lrs) + " |\n|---|---|" + "---|" * len(lrs)
+    bleu = lambda r: r.history.bleu[-1] if r.history.bleu else math.nan  # noqa: E731
     out = []
-    for lr in lrs:
-        rs = results.select(trecs, lr=lr)
-        out.append(f"**Learning rate {lr}**: held-out loss at the end (nats), one value "
-                   "per seed\n\n" + results.table(rs, rows="architecture", cols="warmup"))
-        out.append(f"**Learning rate {lr}**: greedy BLEU at the end, one value per seed\n\n"
-                   + results.table(rs, rows="architecture", cols="warmup", fmt="{:.1f}",
-                                   value=lambda r: r.history.bleu[-1]))
+    for title, value, fmt in (("Held-out loss at the end (nats)", effects.end_loss, "{:.2f}"),
+                              ("Greedy BLEU at the end", bleu, "{:.1f}")):
+        lines = [head] + [row(a, w, value, fmt) for a in archs for w in warms]
+        out.append(f"**{title}**, mean over seeds; bold: the row's best rate by loss\n\n" + "\n".join(lines))
     return "\n\n".join(out)
