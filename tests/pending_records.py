@@ -8,8 +8,6 @@ SEEDS = {
 }
 # experiment -> why its grid does not yet bracket ≥ 90 % of its groups' best rates
 BRACKET = {
-    "translation": "two rates only: every group's best sits at an edge (Post-LN without warmup at 1e-3, "
-                   "the other five at 4e-3); 3e-4 and 1e-2 not yet recorded (60 runs at ≈ 230 s each)",
 }
 # experiment -> why a sweep the evidence registry reads has no book records yet
 UNRECORDED = {

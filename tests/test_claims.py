@@ -663,7 +663,8 @@ def test_WU_1_warmup_helps_post_ln_but_no_more_than_others_on_the_reverse_task()
     Reproduces on the noisy reverse task (experiments/lr-sensitivity.toml, 400 steps, 5 seeds):
     at 2+2 layers Post-LN's LR sensitivity is +0.23 nats (95 % CI +0.14 to +0.31) higher without
     warmup. Reproduces on De→En translation (experiments/translation.toml, 3+3 layers, 600
-    steps, 5 seeds; each side at its best of two rates): Post-LN ends +0.33 nats (+0.25 to
+    steps, 5 seeds; each side at its best of four rates, 3e-4 to 1e-2, every best inside the
+    grid): Post-LN ends +0.33 nats (+0.25 to
     +0.41) higher without warmup, and warmup helps it +0.26 (+0.20 to +0.32) more than Pre-LN.
     Recorded non-reproductions on the reverse task: warmup lowers Post-LN's sensitivity no more
     than Pre-LN's (+0.01, −0.08 to +0.10) or Admin's (−0.07, −0.16 to +0.02); at 6+6 layers
@@ -719,7 +720,7 @@ def test_AD_3_deep_post_ln_ends_behind_with_warmup_stability_and_quality_not_rep
     −0.07) against Admin (reversed): recorded non-reproductions. Quality half, recorded
     non-reproduction in the regime where Liu et al. expect no gap (shallow, early): Admin −
     Pre-LN +0.06 (−0.08 to +0.20) on the noisy reverse task, +0.13 (+0.09 to +0.18, reversed) on
-    De→En translation (5 seeds)."""
+    De→En translation (5 seeds, each at its best of four rates, both at 4e-3)."""
     ok, nr, rev = "reproduces", "not resolved at this scale", "reversed"
     _assert_verdicts("AD-3", {
         "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the learning rate "

@@ -712,7 +712,7 @@ def excess_figure(P, l_sens, archs, warms, depths, floor):
 def translation_figure(P, trecs, archs, warms, lrs):
     """Validation loss of every run, one panel per warmup × learning rate."""
     chance = trecs[0].history.chance_loss
-    fig, axes = figure(P, ncols=len(lrs), nrows=len(warms), width=9.4,
+    fig, axes = figure(records_profile(P, trecs), ncols=len(lrs), nrows=len(warms), width=9.4,
                        height=2.9 * len(warms), sharey=True)
     axes = np.array(axes).reshape(len(warms), len(lrs))
     for i, w in enumerate(warms):
