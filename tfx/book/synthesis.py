@@ -150,20 +150,25 @@ def warmup_list(summaries) -> str:
     return "\n".join(f"- **Chapter {s.chapter}**, {said[s.source]}: {s.text}" for s in summaries)
 
 
+def _full_records(name: str) -> list:
+    """An experiment's GPU (``full``-profile) records from the checkout's ``results/`` or the
+    copy an installed tfx ships; [] where there are none or the file cannot be read (its own
+    warning names it)."""
+    from ..runs import results
+
+    try:
+        return results.load(name, "full")
+    except (OSError, ValueError):
+        return []
+
+
 def gpu_status(load=None) -> dict:
     """{training claim: [its experiments that have no GPU (``full``-profile) records]} for every
     claim :mod:`tfx.book.evidence` registers comparisons for; an empty list: all recorded.
     Reads the checkout's ``results/`` or the copy an installed tfx ships."""
     from . import evidence
-    from ..runs import results
 
-    def recorded(name):
-        try:
-            return bool(results.load(name, "full"))
-        except (OSError, ValueError):
-            return False
-
-    load = load or recorded
+    load = load or (lambda name: bool(_full_records(name)))
     out = {}
     for claim, comps in evidence.BY_CLAIM.items():
         missing = sorted({c.experiment for c in comps if not load(c.experiment)})
@@ -177,16 +182,9 @@ def gpu_verdicts(load=None) -> list:
     profile's are (:func:`tfx.book.training_pages.gpu_effects`). ``load(name)``: an
     experiment's GPU records (default: the checkout's ``results/`` or the shipped copy)."""
     from . import evidence
-    from ..runs import results
     from .training_pages import gpu_effects
 
-    def full(name):
-        try:
-            return results.load(name, "full")
-        except (OSError, ValueError):
-            return []
-
-    load = load or full
+    load = load or _full_records
     names = sorted({c.experiment for comps in evidence.BY_CLAIM.values() for c in comps})
     gpu = {n: recs for n in names if (recs := load(n))}
     return gpu_effects(gpu, claims=tuple(evidence.BY_CLAIM))

@@ -170,26 +170,30 @@ def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
             if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
 
 
+def _edge(records, **point) -> tuple | None:
+    """(where, best variant, 'lowest' or 'highest') for the group at ``point`` when its best
+    learning rate (:func:`tfx.runs.effects.best_rate`) sits at the edge of its grid, else None;
+    ``where`` names the group by its point's other axes ('Post-LN · warmup')."""
+    from ..runs import effects
+
+    b = effects.best_rate(records, **point)
+    if b.bracketed:
+        return None
+    axis = effects.lr_axis(records)
+    where = " · ".join(str(v) for k, v in results.select(records, **point)[0].point.items() if k != axis)
+    return where, b.variant, "lowest" if b.lr == min(b.rates) else "highest"
+
+
 def gpu_edges(gpu: dict, items) -> list[str]:
     """'Post-LN, warmup: best at lr=0.0003, the lowest rate tried' for each side of an
     own-rate comparison in ``items`` whose best rate sits at the edge of its grid: there the
     verdict reads that side at a rate that may not be its best."""
-    from ..runs import effects
-
     out = []
     for c, _ in items:
-        if not c.own_rate:
-            continue
-        recs = gpu[c.experiment]
-        for p in c.points():
-            b = effects.best_rate(recs, **p)
-            if b.bracketed:
-                continue
-            edge = "lowest" if b.lr == min(b.rates) else "highest"
-            axis = effects.lr_axis(recs)
-            where = " · ".join(str(v) for k, v in results.select(recs, **p)[0].point.items() if k != axis)
-            text = f"{where}: best at {b.variant}, the {edge} rate tried"
-            if text not in out:
+        for p in c.points() if c.own_rate else ():
+            edge = _edge(gpu[c.experiment], **p)
+            text = edge and f"{edge[0]}: best at {edge[1]}, the {edge[2]} rate tried"
+            if text and text not in out:
                 out.append(text)
     return out
 
@@ -221,8 +225,12 @@ def gpu_scale(records) -> str:
     """'6+6 layers, d 512, bfloat16 on NVIDIA H200': the size and device of GPU records."""
     r = records[0]
     layers = f"{r.config.n_enc}+{r.config.n_dec}" if r.config.n_dec else str(r.config.n_enc)
-    devices = ", ".join(sorted({x.device_name or x.device for x in records}))
-    return f"{layers} layers, d {r.config.d_model}, {r.amp_dtype or 'float32'} on {devices}"
+    return f"{layers} layers, d {r.config.d_model}, {r.amp_dtype or 'float32'} on {_devices(records)}"
+
+
+def _devices(records) -> str:
+    """The devices of ``records``, each by its card's name where one is recorded."""
+    return ", ".join(sorted({r.device_name or r.device for r in records}))
 
 
 def records_profile(P, records):
@@ -232,8 +240,8 @@ def records_profile(P, records):
     import dataclasses
 
     r = records[0]
-    devices = ", ".join(sorted({x.device_name or x.device for x in records}))
-    return dataclasses.replace(P, name=r.profile or P.name, device=devices, task=r.task or P.task, task_note="")
+    return dataclasses.replace(P, name=r.profile or P.name, device=_devices(records), task=r.task or P.task,
+                               task_note="")
 
 
 def gpu_effects_figure(P, items, records):
@@ -733,16 +741,11 @@ def translation_figure(P, trecs, archs, warms, lrs):
 def bracket_sentence(records) -> str:
     """Whether each group's best learning rate (lowest mean end loss) lies inside the grid:
     'every group's best rate lies inside it', or 'the best of Post-LN · none (1e-3, the lowest)
-    sits at its edge, so there the optimum is not located' (:func:`tfx.runs.effects.unbracketed`)."""
+    sits at its edge, so there the optimum is not located' (:func:`_edge`, per group)."""
     from ..runs import effects
 
-    axis = effects.lr_axis(records)
-    lowest = min(r.train_config.lr for r in records)
-    named = []
-    for g in effects.unbracketed(records, axis=axis):
-        where = " · ".join(str(v) for k, v in g.items() if k != axis)
-        side = "lowest" if results.select(records, **g)[0].train_config.lr == lowest else "highest"
-        named.append(f"{where} ({g[axis]}, the {side})")
+    named = [f"{e[0]} ({e[1]}, the {e[2]})"
+             for g in effects.groups(records) if (e := _edge(records, **g))]
     if not named:
         return "every group's best rate lies inside it"
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
