@@ -288,3 +288,12 @@ def test_two_sweeps_started_together_into_one_folder_both_finish_with_the_record
     want = [_comparable(r) for r in results.read(results.files_for(one, "tiny", "quick"))]
     assert got == want
     assert not list((both / "checkpoints").rglob("*.pt")) and not list((both / "checkpoints").rglob("*.tmp"))
+
+
+def test_translations_quick_profile_keeps_two_rates_while_the_book_brackets_with_four():
+    """experiments/translation.toml's [profiles.quick.grid.lr] keeps the smoke test at the two
+    rates it had; without it the quick profile would inherit the book's four."""
+    exp = Experiment.load("translation")
+    assert [n for n, _ in exp.grid("quick")["lr"]] == ["1e-3", "4e-3"]
+    assert [n for n, _ in exp.grid("book")["lr"]] == ["3e-4", "1e-3", "4e-3", "1e-2"]
+    assert len(exp.runs("quick")) == 3 * 2 * 2 and len(exp.runs("book")) == 3 * 2 * 4 * 5
