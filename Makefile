@@ -1,6 +1,7 @@
 # tfx-book: build the book and run every test.
 #   make book           build _build/html, executing notebooks through the cache
-#   make test           unit tests + nbval on every notebook (TFX_PROFILE=quick) + browser test + colab-check
+#   make test           unit tests + nbval on every notebook (TFX_PROFILE=quick) + browser test + the book
+#                       built with -W from nbval's executed outputs + colab-check
 #   make book-rendered  build _build/html from the committed outputs (no execution)
 #   make browser-deps   install Debian's chromium for the browser test (root)
 #   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
@@ -89,6 +90,8 @@ test: export TFX_PROFILE ?= quick
 test: book-rendered browser-deps-if-possible
 	@echo "==> pytest (TFX_PROFILE=$$TFX_PROFILE)"
 	$(BIN)/python -m pytest
+	@echo "==> the book built with -W from the outputs nbval just produced (a warning only executed outputs give)"
+	$(BIN)/python scripts/executed_build.py
 	@echo "==> colab-check: every notebook from the built wheel, in a clean venv, from an empty folder"
 	$(BIN)/python scripts/colab_check.py
 

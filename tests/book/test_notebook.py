@@ -45,3 +45,51 @@ def test_gpu_pending_names_every_missing_file_and_types_no_estimate():
     assert "`results/warmup.full.jsonl`, `results/warmup-fixes.full.jsonl` are missing" in two
     assert "scripts/gpu_burst.sh" in one and "make gpu-plan" in one
     assert not re.search(r"\d+(\.\d+)? ?(hours?|minutes?)", one)  # no typed estimate
+
+
+def _run_cells(sources, tmp_path):
+    """Execute ``sources`` (cell sources, in order; a source may repeat an earlier cell by
+    index) in a real kernel, as nbval and nbclient do; returns the error text of the first
+    failing cell, or '' if all ran."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+                       ).execute()
+    except CellExecutionError as err:
+        return str(err)
+    return ""
+
+
+def test_glue_refuses_a_name_another_cell_glued_and_allows_a_rerun(tmp_path):
+    """Issue 39: myst-nb warns 'glue key … duplicate' for a name two cells glue, which fails the
+    -W build only when the chapter is executed; glue refuses it in the kernel instead, so nbval
+    (any profile) fails on the cell that glues it a second time."""
+    pytest.importorskip("myst_nb")
+    first = "from tfx.book.notebook import glue\nglue('lg-lr-range', '3e-4 to 3e-1')"
+    # a second cell gluing the same name: refused, naming the key and the cell that glued it first
+    err = _run_cells([first, "glue('other', 1)\nglue('lg-lr-range', 'again')"], tmp_path)
+    assert "DuplicateGlue" in err and "'lg-lr-range'" in err and "another cell" in err
+    assert "from tfx.book.notebook import glue" in err  # where it was first glued
+    # the same cell gluing one name twice in one run: refused too (myst-nb warns for it as well)
+    err = _run_cells(["from tfx.book.notebook import glue\nglue('a', 1)\nglue('a', 2)"], tmp_path)
+    assert "DuplicateGlue" in err and "this same run of this cell" in err
+    # re-running the cell that glued it (as a reader does interactively): allowed
+    assert _run_cells([first, first, "glue('b', 2)"], tmp_path) == ""
+
+
+def test_glue_check_without_a_kernel_refuses_nothing():
+    from tfx.book import notebook as nbk
+
+    nbk._check_new("x", None)
+    nbk._check_new("x", None)  # outside a kernel there is no cell to tell apart: nothing refused
+    nbk._GLUED.clear()
+    nbk._check_new("x", ("cell A", "run 1"))
+    nbk._check_new("x", ("cell A", "run 2"))  # a re-run of cell A
+    with pytest.raises(nbk.DuplicateGlue, match="another cell"):
+        nbk._check_new("x", ("cell B", "run 3"))
+    nbk._GLUED.clear()

@@ -325,12 +325,6 @@ def glue_sweep_size(prefix: str, recs) -> None:
     glue(f"{prefix}-lr-range", f"{rates[lo]} to {rates[hi]}")
 
 
-def glue_logits_sweep(lrecs, lr_names) -> None:
-    """Glue the size of ``experiments/logits.toml`` (``lg-*``)."""
-    glue_sweep_size("lg", lrecs)
-    glue("lg-lr-range", f"{lr_names[0]} to {lr_names[-1]}")
-
-
 def logits_lr_figure(P, lrecs, fixes):
     fig, ax = figure(P, width=7.0, height=4.0, task=lrecs[0].task)
     lr_curves(ax, lrecs, fixes, axis="fix", colors=FIX_COLORS,

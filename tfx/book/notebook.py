@@ -45,12 +45,62 @@ def elapsed() -> float:
     return time.perf_counter() - _STARTED[0]
 
 
+class DuplicateGlue(ValueError):
+    """A glue name glued twice in one notebook: myst-nb warns ``glue key '…' duplicate`` and
+    the ``-W`` book build fails, so :func:`glue` refuses it where the kernel runs."""
+
+
+# name -> (the cell that glued it, the execution that did): see _where_glued().
+_GLUED: dict = {}
+
+
+def _running_cell():
+    """``(cell, execution)`` of the request the kernel is running, or ``None`` outside a kernel.
+    The cell is the front end's cell id where it sends one (JupyterLab), else the cell's source
+    (nbclient and nbval send none); the execution is the request's message id."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return None
+    parent = kernel.get_parent("shell") or {}
+    msg_id = (parent.get("header") or {}).get("msg_id")
+    if msg_id is None:
+        return None
+    cell = (parent.get("metadata") or {}).get("cellId") or (parent.get("content") or {}).get("code", "")
+    return cell, msg_id
+
+
+def _check_new(name: str, where) -> None:
+    """Refuse ``name`` if another cell glued it, or this run of this cell did already; a
+    re-run of the cell that glued it (interactively) is allowed."""
+    if where is None:
+        return
+    before = _GLUED.get(name)
+    if before is not None and (before[0] != where[0] or before[1] == where[1]):
+        first = str(before[0]).strip().splitlines() or ["(an empty cell)"]
+        raise DuplicateGlue(
+            f"glue name {name!r} was already glued in this kernel, by "
+            f"{'this same run of this cell' if before[0] == where[0] else 'another cell'} "
+            f"(the one starting {first[0][:80]!r}); myst-nb would warn "
+            f"\"glue key {name!r} duplicate\" and the -W book build would fail: glue each name once "
+            "per notebook")
+    _GLUED[name] = where
+
+
 def glue(name: str, value, display: bool = False):
-    """myst-nb's ``glue`` where available (the book build), else a no-op; returns ``value``."""
+    """myst-nb's ``glue`` where available (the book build), else a no-op; returns ``value``.
+
+    Raises :class:`DuplicateGlue` when a different cell of this kernel already glued ``name``
+    (or this run of this cell did): a notebook glues each name once. Re-running the cell that
+    glued it is allowed."""
     try:
         from myst_nb import glue as _glue
     except ImportError:  # Colab or a bare kernel: nothing to glue into
         return value
+    _check_new(name, _running_cell())
     if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         value = value.item()  # numpy/torch scalars: a plain number formats as {glue:text}`x:.2f`
     _glue(name, value, display=display)
