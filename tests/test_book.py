@@ -130,10 +130,20 @@ def test_statuses_are_read_from_a_chapters_saved_glue(tmp_path):
 
 
 def test_a_claims_status_follows_from_its_verdicts_and_bad_words_are_refused():
-    R, X, N = "reproduces", "reversed", "not resolved at this scale"
+    """The one status rule (book/method.md; issue 40): a status never hides a reversed
+    comparison, and a claim nothing resolved is not called 'does not reproduce'."""
+    R, X, N, T = "reproduces", "reversed", "not resolved at this scale", "not testable at this scale"
     assert claims.status_of([R, R]) == "reproduces"
-    assert claims.status_of([R, N, X]) == "reproduces in part"
-    assert claims.status_of([N, X]) == claims.status_of([N]) == "does not reproduce"
+    # a reversal beside reproductions is named 'mixed', never hidden in 'in part'
+    assert claims.status_of([R, N, X]) == claims.status_of([R, X]) == "mixed"
+    assert claims.status_of([R, N]) == "reproduces in part"
+    assert claims.status_of([N, N]) == claims.status_of([N]) == "not resolved at this scale"
+    assert claims.status_of([N, X]) == claims.status_of([X]) == "does not reproduce"
+    # a comparison the scale cannot judge: alone, the claim is not testable; beside others it
+    # keeps the claim from 'reproduces'
+    assert claims.status_of([T, T]) == "not testable at this scale"
+    assert claims.status_of([R, T]) == "reproduces in part"
+    assert claims.status_of([R, X, T]) == "mixed"
     with pytest.raises(ValueError, match="verdicts="):
         claims.status_of(["holds"])
     with pytest.raises(ValueError, match="verdicts="):
@@ -143,17 +153,58 @@ def test_a_claims_status_follows_from_its_verdicts_and_bad_words_are_refused():
     with pytest.raises(ValueError, match="claim_id='XX-9' is not a claim"):
         claims.glue_status("XX-9", "reproduces")
     assert claims.glue_status("WU-1", "reproduces in part") == "reproduces in part"
+    assert set(claims.STATUSES) == {"reproduces", "mixed", "reproduces in part", "not resolved at this scale",
+                                    "does not reproduce", "not testable at this scale", "derivation verified"}
+
+
+def test_a_claims_halves_are_judged_separately_and_every_reversal_is_named():
+    """AD-3's shape: a failure half that reproduces, a stability half with a reversal, a
+    quality half the scale cannot test. The line names each half's status and each reversal."""
+    R, X, N, T = "reproduces", "reversed", "not resolved at this scale", "not testable at this scale"
+    line = claims.parts_line([("failure", "deep Post-LN ends higher", R), ("failure", "at width 128 too", R),
+                              ("stability", "more sensitive than Pre-LN", R),
+                              ("stability", "more sensitive than Admin on the map", X),
+                              ("stability", "more sensitive than Admin at 2+2", N),
+                              ("quality", "Admin ends lower than Pre-LN", T)])
+    assert line == ("failure: reproduces (2 of 2 reproduce) · stability: mixed (1 of 3 reproduce, 1 not resolved; "
+                    "reversed: more sensitive than Admin on the map) · quality: not testable at this scale "
+                    "(0 of 1 reproduce, 1 not testable (runs still falling))")
+    # a one-statement claim: no half's name
+    assert claims.parts_line([("", "a", R), ("", "b", X)]) == "mixed (1 of 2 reproduce; reversed: b)"
+    assert claims.glue_parts("WU-1", [("", "a", R), ("", "b", N)]) == "reproduces in part"
 
 
 def test_a_theory_claims_status_follows_from_its_parts_by_the_same_rule():
+    """A pre-set criterion that failed is a part that does not hold (as a reversal does);
+    a part judged by a paired effect brings its verdict word."""
     from tfx.book import checks
 
     assert checks.status({"a": True, "b": True}) == "reproduces"
-    assert checks.status({"a": True, "b": False}) == claims.status_of(["reproduces", "reversed"]) \
-        == "reproduces in part"
+    assert checks.status({"a": True, "b": False}) == claims.status_of(["reproduces", "reversed"]) == "mixed"
+    assert checks.status({"a": True, "b": "not resolved at this scale"}) == "reproduces in part"
     assert checks.status({"a": False}) == "does not reproduce"
     with pytest.raises(ValueError, match="at least one part"):
         checks.status({})
+    with pytest.raises(ValueError, match="a part's verdict 'yes'"):
+        checks.status({"a": "yes"})
+
+
+def test_a_derivation_is_verified_never_reproduced_and_a_failed_one_is_a_bug():
+    """LN-2, LP-2, AD-2 are true by construction: 'derivation verified', which counts as no
+    evidence; one that fails raises (the code is wrong), it is not a finding."""
+    from tfx.book import checks
+
+    assert checks.glue_derivation("AD-2", {"the folded model gives the same logits": True}) == "derivation verified"
+    with pytest.raises(checks.DerivationFailed, match="AD-2: derivation checks failed.*same logits"):
+        checks.glue_derivation("AD-2", {"ω moved": True, "the folded model gives the same logits": False})
+    with pytest.raises(ValueError, match="at least one check"):
+        checks.glue_derivation("AD-2", {})
+
+
+def test_the_identities_are_derivations_on_the_claims_page():
+    found = claims.statuses(ROOT)
+    for claim in ("LN-2", "LP-2", "AD-2"):
+        assert found[claim][1] == "derivation verified", (claim, found[claim])
 
 
 def test_the_claims_command_scans_the_repository_by_default():

@@ -424,8 +424,10 @@ def _expected(claim: str, **recorded) -> dict:
 
 VERDICTS_TF_2 = _expected("TF-2")
 VERDICTS_LP_3 = _expected("LP-3")
-# ReZero ends below Pre-LN at this scale (Liu et al.'s cost is measured in BLEU after full training)
-VERDICTS_RZ_1 = _expected("RZ-1", c1="reversed", c2="not resolved at this scale")
+# Liu et al.'s cost is converged quality (BLEU after full training): the runs here are still
+# falling at the end, so the cost half is not testable at this scale (ReZero ends below Pre-LN,
+# −0.15, which the registry shows and does not judge)
+VERDICTS_RZ_1 = _expected("RZ-1", c1="not testable at this scale", c2="not testable at this scale")
 # Post-LN learns at no rate of the grid, so its curve is flat near chance: a small LR sensitivity
 VERDICTS_DN_1 = _expected("DN-1", c1="reversed")
 
@@ -535,6 +537,7 @@ def test_RZ_1_recorded_evidence():
     Liu et al.'s BLEU cost on translation and the fp16 divergence are not testable at this scale
     (the chapter says so)."""
     _assert_verdicts("RZ-1", VERDICTS_RZ_1)
+    assert evidence.status("RZ-1") == "reproduces in part"  # trains; the cost half not testable here
 
 
 def test_DN_1_derivation_check_alpha_beta_follow_the_papers_formula():
@@ -614,6 +617,7 @@ def test_DN_1_recorded_evidence():
     against Post-LN, reproduces; Post-LN's LR sensitivity minus DeepNorm's is −1.41 (−1.56 to
     −1.26), a recorded reversal: Post-LN learns at no rate of the grid, so its curve is flat."""
     _assert_verdicts("DN-1", VERDICTS_DN_1)
+    assert evidence.status("DN-1") == "mixed"  # trains; its LR-sensitivity comparison reversed
 
 # ============================================================== WU-1 … WU-3, AD-3 (training)
 # These read the recorded CPU sweeps of the book profile (results/NAME.book.jsonl, made by
@@ -645,16 +649,18 @@ def _windows(recs, **point) -> dict:
 
 
 def _verdicts(claim: str) -> dict:
-    """{what a comparison tests: its Effect} for ``claim``, from the book profile's records (a test
-    of a sweep listed in tests/pending_records.py as not yet recorded is skipped, saying so)."""
-    return {c.says: e for c, e in evidence.evaluate(claim, "book", load=lambda name, _: _book(name)[0])}
+    """{what a comparison tests: (its Effect, its verdict)} for ``claim``, from the book profile's
+    records (a test of a sweep listed in tests/pending_records.py as not yet recorded is skipped,
+    saying so). The verdict is the comparison's (evidence.Comparison.verdict): a converged-quality
+    comparison whose runs are still falling is 'not testable at this scale'."""
+    return {c.says: (e, v) for c, e, v in evidence.verdicts(claim, "book", load=lambda name, _: _book(name)[0])}
 
 
 def _assert_verdicts(claim: str, expected: dict) -> None:
     got = _verdicts(claim)
     assert set(got) == set(expected), f"{claim}: registered comparisons changed: {sorted(got)}"
-    wrong = {says: f"{got[says].verdict} ({got[says].describe()})" for says, v in expected.items()
-             if got[says].verdict != v}
+    wrong = {says: f"{got[says][1]} ({got[says][0].describe()})" for says, v in expected.items()
+             if got[says][1] != v}
     assert not wrong, f"{claim}: verdicts differ from the recorded ones: {wrong}"
 
 
@@ -717,11 +723,12 @@ def test_AD_3_deep_post_ln_ends_behind_with_warmup_stability_and_quality_not_rep
     (+0.05 to +0.18) above Pre-LN's (reproduces) and −0.01 (−0.07 to +0.05) against Admin's; on
     the stability map (experiments/stability-map.toml, 5 seeds) −0.16 (−0.35 to +0.03) and −0.08
     (−0.21 to +0.04) against Pre-LN (not resolved), −0.36 (−0.64 to −0.07) and −0.23 (−0.40 to
-    −0.07) against Admin (reversed): recorded non-reproductions. Quality half, recorded
-    non-reproduction in the regime where Liu et al. expect no gap (shallow, early): Admin −
-    Pre-LN +0.06 (−0.08 to +0.20) on the noisy reverse task, +0.13 (+0.09 to +0.18, reversed) on
-    De→En translation (5 seeds, each at its best of four rates, both at 4e-3)."""
-    ok, nr, rev = "reproduces", "not resolved at this scale", "reversed"
+    −0.07) against Admin (reversed): recorded reversals, so the claim's status is 'mixed'.
+    Quality half, not testable at this scale: it is a claim about converged quality, and 9 of 10
+    and 10 of 10 of the runs it reads are still falling at the end. Admin − Pre-LN is shown, not
+    judged: +0.06 (−0.08 to +0.20) on the noisy reverse task, +0.13 (+0.09 to +0.18) on De→En
+    translation (5 seeds, each at its best of four rates, both at 4e-3)."""
+    ok, nr, rev, nt = "reproduces", "not resolved at this scale", "reversed", "not testable at this scale"
     _assert_verdicts("AD-3", {
         "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the learning rate "
         "than Pre-LN's": ok,
@@ -743,9 +750,16 @@ def test_AD_3_deep_post_ln_ends_behind_with_warmup_stability_and_quality_not_rep
         "its own": ok,
         "failure: at 6+6 layers with warmup and width 128, Post-LN at its best rate ends higher than Admin at "
         "its own": ok,
-        "quality: at 6+6 layers with warmup, Admin at its best rate ends lower than Pre-LN at its own": nr,
-        "quality: on De→En translation with warmup, Admin at its best rate ends lower than Pre-LN at its own": rev,
+        "quality: at 6+6 layers with warmup, Admin at its best rate ends lower than Pre-LN at its own": nt,
+        "quality: on De→En translation with warmup, Admin at its best rate ends lower than Pre-LN at its own": nt,
     })
+    # one status that hides no half: the stability map's reversals make it 'mixed'
+    assert evidence.status("AD-3") == "mixed"
+    line = evidence.parts("AD-3")
+    assert line.startswith("stability: mixed (1 of 6 reproduce, 3 not resolved; reversed: stability map, β2 0.95")
+    # every 'failure' comparison's Post-LN runs include runs still learning: behind, not failed
+    assert "behind at this budget: reproduces (9 of 9 reproduce)" in line and "failure:" not in line
+    assert "quality: not testable at this scale" in line
 
 
 def test_GV_2_a_pre_ln_decoder_alone_does_not_make_deep_post_ln_train_like_pre_ln():
@@ -1167,7 +1181,7 @@ def test_OP_4_recorded_not_resolved_mup_sensitivity_and_depth_against_width():
         "about the same size, twice as deep (4 layers, d 32) against wider (2 layers, d 44): the deeper "
         "model is more sensitive to the learning rate": "not resolved at this scale",
     })
-    assert evidence.status("OP-4") == "does not reproduce"
+    assert evidence.status("OP-4") == "not resolved at this scale"  # nothing resolved either way
     recs, _ = _book("op-depth")
     assert not effects.unbracketed(recs)
 

@@ -128,3 +128,62 @@ def test_the_depth_growth_effect_can_give_every_verdict():
     assert evidence.depth_growth_effect(res, "grows", "flat").verdict == "reversed"
     assert evidence.depth_growth_effect(res, "flat", expect="equal").verdict == "reproduces"
     assert evidence.depth_growth_effect(res, "grows", expect="equal").verdict == "reversed"
+
+
+def test_a_converged_quality_comparison_on_runs_still_falling_is_not_testable(monkeypatch):
+    """Issue 40: quality after a few hundred steps is not converged quality. A ``converged``
+    comparison is judged only where every run it reads has stopped falling; on the same losses,
+    runs on a plateau give the effect's verdict and runs still falling give 'not testable'."""
+    falling = _grid(BEST, FLOOR)  # each run's held-out loss fell from 5.0 over its last evaluations
+    flat = _grid(BEST, FLOOR)
+    for r in flat:
+        r.history.eval_loss = [r.history.eval_loss[-1]] * 2  # the same end, on a plateau
+    c = Comparison("AD-3", "quality: A ends higher without warmup", "x", "warmup", "none", "warm", "higher",
+                   {"arch": "A"}, own_rate=True, part="quality", converged=True)
+    assert c.still_falling(falling) == (10, 10) and c.still_falling(flat) == (0, 10)
+    assert c.verdict(falling) == "not testable at this scale"
+    assert c.verdict(flat) == c.effect(flat).verdict == "reproduces"
+    # the same comparison without the flag is judged on the end loss, falling or not
+    plain = Comparison("AD-3", "quality: A ends higher", "x", "warmup", "none", "warm", "higher", {"arch": "A"},
+                       own_rate=True, part="quality")
+    assert plain.verdict(falling) == "reproduces"
+    monkeypatch.setitem(evidence.BY_CLAIM, "AD-3", [c])
+    monkeypatch.delitem(evidence.NOT_TESTABLE, "AD-3", raising=False)
+    assert evidence.status("AD-3", load=_load(falling)) == "not testable at this scale"
+    assert evidence.status("AD-3", load=_load(flat)) == "reproduces"
+    assert "not testable at this scale (10 of its 10 runs still falling at the end)" in \
+        evidence.describe("AD-3", load=_load(falling))
+    assert evidence.parts("AD-3", load=_load(flat)) == "quality: reproduces (1 of 1 reproduce)"
+
+
+def test_the_papers_separate_statements_are_registered_as_halves():
+    halves = {c.claim: set() for c in evidence.COMPARISONS}
+    for c in evidence.COMPARISONS:
+        halves[c.claim].add(c.part)
+    assert halves["AD-3"] == {"stability", "failure", "quality"}
+    assert halves["RZ-1"] == {"trains", "cost"}
+    assert all(c.converged for c in evidence.COMPARISONS if c.part in ("quality", "cost"))
+
+
+def test_a_failure_rests_on_failed_runs_else_it_is_behind_at_this_budget():
+    """Issue 40: "fails" means diverged or plateaued. A 'failure' comparison whose failing side
+    (a) has a run still learning shows that side behind at this budget, and its half says so."""
+    def recs(a_losses, a_curve):
+        out = []
+        for s in range(5):
+            out.append(_rec(s, 1.0, 1e-3, arch="B", lr="1e-3"))  # B learned (loss 1.0, gap closed)
+            r = _rec(s, a_losses[s], 1e-3, arch="A", lr="1e-3")
+            r.history.eval_loss = a_curve(a_losses[s])
+            out.append(r)
+        return out
+
+    c = Comparison("AD-3", "failure: A ends higher than B", "x", "arch", "A", "B", "higher", {"lr": "1e-3"},
+                   part="failure")
+    stuck = recs([5.5] * 5, lambda x: [x, x])                  # flat near chance: did not learn, every seed
+    slow = recs([5.5] * 4 + [4.8], lambda x: [x, x])           # one seed ends at 4.8 ...
+    slow[-1].history.eval_loss = [5.6, 4.8]                    # ... and is still falling: slow, not failed
+    assert c.failed(stuck) == (5, 5) and c.half(stuck) == "failure"
+    assert c.failed(slow) == (4, 5) and c.half(slow) == "behind at this budget"
+    assert c.effect(stuck).verdict == c.effect(slow).verdict == "reproduces"  # the effect alone cannot tell
+    other = Comparison("AD-3", "stability: A", "x", "arch", "A", "B", "higher", {"lr": "1e-3"}, part="stability")
+    assert other.half(slow) == "stability"

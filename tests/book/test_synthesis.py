@@ -112,3 +112,17 @@ def test_gpu_verdicts_judge_what_the_gpu_records_can_read_and_nothing_else():
 def test_chapter_number():
     assert synthesis.chapter_number("11-warmup-adam") == "11"
     assert synthesis.chapter_number("") == "—"
+
+
+def test_every_status_word_has_a_short_glue_name():
+    assert set(synthesis.SHORT) == set(synthesis.VOCABULARY)
+    assert len(set(synthesis.SHORT.values())) == len(synthesis.SHORT)
+
+
+def test_the_table_names_a_mixed_claims_parts_and_leaves_a_plain_one_alone():
+    mixed = synthesis.Verdict("AD-3", "s", "mixed", "12-x", "failure: reproduces (1 of 1 reproduce) · stability: "
+                                                              "does not reproduce (0 of 1 reproduce; reversed: a)")
+    plain = synthesis.Verdict("WU-3", "s", "reproduces", "11-x", "reproduces (2 of 2 reproduce)")
+    table = synthesis.verdict_table([mixed, plain]).splitlines()
+    assert "*mixed*: failure: reproduces" in table[2] and "reversed: a" in table[2]
+    assert table[3].endswith("| *reproduces* | 11 |")

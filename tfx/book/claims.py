@@ -312,35 +312,109 @@ CLAIMS = [
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 
-# A claim's status, from one vocabulary (../shared/claims.md, "How a training claim is checked"):
-# "not testable at this scale" is for a setting the paper itself says shows nothing, or one
-# this book's scale cannot reach, and is said with the measurement that shows why.
-STATUSES = ("reproduces", "reproduces in part", "does not reproduce", "not testable at this scale")
+# A claim's status, from one vocabulary (book/method.md; ../shared/claims.md, "How a training
+# claim is checked"). A status never hides a part: every comparison's verdict counts.
+STATUSES = (
+    "reproduces",                  # every comparison (part) reproduces
+    "mixed",                       # some reproduce, some are reversed: the page names which
+    "reproduces in part",          # some reproduce, none reversed, the rest not resolved
+    "not resolved at this scale",  # none resolved either way
+    "does not reproduce",          # some reversed, none reproduce
+    "not testable at this scale",  # the setting cannot show it (said with the measurement that shows why)
+    "derivation verified",         # a check true by construction (an identity): never evidence
+)
+NOT_TESTABLE = STATUSES[5]
+DERIVATION = STATUSES[6]
 
 
 def status_of(verdicts) -> str:
     """A claim's status from the verdicts of the comparisons that test it
-    (:data:`tfx.runs.effects.VERDICTS`): every one reproduces → 'reproduces'; some do →
-    'reproduces in part'; none → 'does not reproduce'."""
+    (:data:`tfx.runs.effects.VERDICTS`), hiding none of them:
+
+    ============================  ==========================================================
+    reproduces                    every verdict is *reproduces*
+    mixed                         some *reproduce* and some are *reversed*
+    reproduces in part            some *reproduce*, none *reversed*, the rest *not resolved*
+    not resolved at this scale    every verdict is *not resolved at this scale*
+    does not reproduce            some are *reversed* and none *reproduces*
+    not testable at this scale    every comparison is *not testable at this scale* (a
+                                  converged-quality comparison whose runs are still falling)
+    ============================  ==========================================================
+
+    Among judged comparisons, one *not testable at this scale* counts as not resolved: it keeps
+    a claim from *reproduces* (a half the scale cannot show is not shown to hold).
+    """
     from ..runs.effects import VERDICTS
 
     verdicts = list(verdicts)
-    unknown = [v for v in verdicts if v not in VERDICTS]
+    unknown = [v for v in verdicts if v not in VERDICTS + (NOT_TESTABLE,)]
     if not verdicts or unknown:
-        raise ValueError(f"verdicts={verdicts!r} must be a non-empty list of {VERDICTS}")
-    return status_of_parts(v == VERDICTS[0] for v in verdicts)
+        raise ValueError(f"verdicts={verdicts!r} must be a non-empty list of {VERDICTS + (NOT_TESTABLE,)}")
+    if all(v == NOT_TESTABLE for v in verdicts):
+        return NOT_TESTABLE
+    hits, reversed_ = verdicts.count(VERDICTS[0]), verdicts.count(VERDICTS[1])
+    if hits == len(verdicts):
+        return "reproduces"
+    if hits and reversed_:
+        return "mixed"
+    if hits:
+        return "reproduces in part"
+    if reversed_:
+        return "does not reproduce"
+    return "not resolved at this scale"
+
+
+def part_verdict(value) -> str:
+    """A part's verdict: a word of :data:`tfx.runs.effects.VERDICTS` as it is, or a pre-set
+    criterion's outcome, ``True`` → *reproduces*, ``False`` → *reversed* (the prediction
+    failed its own test: the part does not hold)."""
+    from ..runs.effects import VERDICTS
+
+    if isinstance(value, str):
+        if value not in VERDICTS + (NOT_TESTABLE,):
+            raise ValueError(f"a part's verdict {value!r} must be True, False or one of {VERDICTS + (NOT_TESTABLE,)}")
+        return value
+    return VERDICTS[0] if bool(value) else VERDICTS[1]
 
 
 def status_of_parts(parts) -> str:
-    """The status from whether each part of a claim reproduces (``True``/``False``, at least one):
-    all → 'reproduces', some → 'reproduces in part', none → 'does not reproduce'. The one rule
-    both a training claim's verdicts (:func:`status_of`) and a theory claim's checks
-    (:mod:`tfx.book.checks`) go through."""
-    parts = [bool(v) for v in parts]
+    """The status from each part of a claim: ``True``/``False`` (a pre-set criterion held or
+    failed) or a verdict word (:func:`part_verdict`); at least one. The one rule, :func:`status_of`,
+    that a training claim's verdicts and a theory claim's checks (:mod:`tfx.book.checks`) both
+    go through."""
+    parts = list(parts)
     if not parts:
         raise ValueError("a claim needs at least one part to judge")
-    hits = sum(parts)
-    return STATUSES[0] if hits == len(parts) else STATUSES[1] if hits else STATUSES[2]
+    return status_of(part_verdict(v) for v in parts)
+
+
+def parts_line(items) -> str:
+    """The line that names every part of a claim: ``items`` are ``(half, says, verdict)``
+    (``half`` '' where the paper makes one statement). Halves are judged separately, each by
+    :func:`status_of`, and every reversed or unresolved comparison is named:
+
+        'failure: reproduces (9 of 9 reproduce) · quality: does not reproduce (0 of 2 reproduce,
+         1 not resolved; reversed: on De→En translation …)'
+    """
+    from ..runs.effects import VERDICTS
+
+    halves: dict = {}
+    for half, says, verdict in items:
+        halves.setdefault(half, []).append((says, part_verdict(verdict)))
+    out = []
+    for half, rows in halves.items():
+        verdicts = [v for _, v in rows]
+        word = status_of(verdicts)
+        detail = f"{verdicts.count(VERDICTS[0])} of {len(rows)} reproduce"
+        if verdicts.count(VERDICTS[2]):
+            detail += f", {verdicts.count(VERDICTS[2])} not resolved"
+        if verdicts.count(NOT_TESTABLE):
+            detail += f", {verdicts.count(NOT_TESTABLE)} not testable (runs still falling)"
+        reversed_ = [says for says, v in rows if v == VERDICTS[1]]
+        if reversed_:
+            detail += f"; reversed: {'; '.join(reversed_)}"
+        out.append(f"{half + ': ' if half else ''}{word} ({detail})")
+    return " · ".join(out)
 
 
 def glue_status(claim_id: str, status: str) -> str:
@@ -350,6 +424,14 @@ def glue_status(claim_id: str, status: str) -> str:
     if status not in STATUSES:
         raise ValueError(f"status={status!r} for {claim_id} must be one of {STATUSES}")
     return glue(f"status-{claim_id}", status)
+
+
+def glue_parts(claim_id: str, items) -> str:
+    """Glue ``parts-<ID>`` (:func:`parts_line` of ``items``) and ``status-<ID>`` (every part's
+    verdict through :func:`status_of`); returns the status."""
+    items = list(items)
+    glue(f"parts-{claim_id}", parts_line(items))
+    return glue_status(claim_id, status_of(part_verdict(v) for _, _, v in items))
 
 
 def _sources(nb_path: Path, kinds=("markdown", "code")) -> list[str]:
@@ -449,11 +531,22 @@ def render_page(root: Path = ROOT) -> str:
         "(`pytest -k LN_1` runs one). The papers' statements are paraphrased in `tfx/book/claims.py`;",
         "everything else on this page is found in the code, the tests and the chapters.",
         "",
-        "A claim's **status** is one of: *reproduces*, *reproduces in part*, *does not reproduce*,",
-        "*not testable at this scale* (a setting the paper itself says shows nothing, or one this",
-        "book's scale cannot reach). A training claim's status follows from paired effects over",
-        "at least five seeds and their 95 % intervals (`tfx.runs.effects`); a check that follows",
-        "from the construction is named a *derivation check* and is never the evidence for a claim.",
+        "A claim's **status** never hides a part. Each comparison's verdict is *reproduces*,",
+        "*reversed* or *not resolved at this scale* (its 95 % interval holds 0), from paired effects",
+        "over at least five seeds (`tfx.runs.effects`). A claim is then:",
+        "",
+        "- *reproduces*: every comparison reproduces;",
+        "- *mixed*: some reproduce and some are reversed (its **Parts** line names which);",
+        "- *reproduces in part*: some reproduce, none is reversed, the rest are not resolved;",
+        "- *not resolved at this scale*: none is resolved either way;",
+        "- *does not reproduce*: some are reversed and none reproduces;",
+        "- *not testable at this scale*: the setting cannot show it (a claim about converged quality",
+        "  judged on runs still falling at the end is one);",
+        "- *derivation verified*: the check follows from the construction (an identity, a proof, an",
+        "  exact fold). Such a check is never the evidence for another claim.",
+        "",
+        "Where a paper makes separate statements (Admin's stability, failure and quality), each",
+        "half is judged on its own and the **Parts** line shows each one.",
         "",
         "| id | claim | status | chapters | test |",
         "|---|---|---|---|---|",
@@ -464,6 +557,9 @@ def render_page(root: Path = ROOT) -> str:
         if c.id in judged:
             return _paste(judged[c.id][0], "{status-" + c.id + "}")
         return "context" if c.context else "not yet judged"
+
+    parts = {name[len("parts-"):]: nb.stem for nb in chapters(root) for name in glued_keys(nb)
+             if name.startswith("parts-")}
 
     for c in CLAIMS:
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
@@ -485,6 +581,7 @@ def render_page(root: Path = ROOT) -> str:
             "",
             f"- **Prediction:** {c.prediction}",
             f"- **Status:** {status(c)}",
+            *([f"- **Parts:** {_paste(parts[c.id], '{parts-' + c.id + '}')}"] if c.id in parts else []),
             f"- **Measured:** {measurement(c, root)}",
             f"- **Chapters:** {chaps}",
             f"- **Test:** {test}",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..runs import effects, results, sensitivity, traces
 from ..runs.effects import Effect
 from ..runs.outcome import judge
-from .claims import BY_ID, glue_status, status_of
+from .claims import BY_ID, NOT_TESTABLE as NOT_TESTABLE_WORD, glue_status, parts_line, status_of
 from .notebook import glue
 
 
@@ -91,6 +91,10 @@ UNITS = {"log10 best learning rate": "decades", "mean held-out loss": "nats", "e
          "log10 stream growth": "decades"}
 
 
+FAILURE = "failure"  # a half that says a setting fails: it rests on diverged or plateaued runs
+BEHIND = "behind at this budget"  # what a 'failure' comparison shows where the runs still improve
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One paired comparison that tests a claim (module docstring)."""
@@ -107,6 +111,13 @@ class Comparison:
     own_rate: bool = False  # each side at its own best learning rate
     contrast: dict = field(default_factory=dict)  # subtract the same comparison at point | contrast
     margin: float = 0.0
+    # which of the paper's separate statements it tests ('stability', 'failure', 'quality' for
+    # AD-3): each half is judged on its own (tfx.book.claims.parts_line); '' for a one-statement claim
+    part: str = ""
+    # a claim about converged quality (Liu et al.'s Table 2 BLEU): judged only where every run
+    # it reads has stopped falling (tfx.runs.outcome.still_falling); where any is still falling
+    # the budget cannot show converged quality and the verdict is 'not testable at this scale'
+    converged: bool = False
 
     def __post_init__(self):
         if self.claim not in BY_ID:
@@ -130,16 +141,61 @@ class Comparison:
         another scale, the GPU's, may span fewer depths than the book profile's)."""
         return all(results.select(records, **p) for p in self.points())
 
-    def values(self, records, variant: str, extra: dict | None = None) -> tuple[str, dict]:
-        """(name, {seed: value}) of ``variant`` at this comparison's point (and ``extra``)."""
+    def _point(self, records, variant: str, extra: dict | None = None) -> tuple[str, dict]:
+        """(name, grid point) of ``variant`` here (and at ``extra``), at its best rate if ``own_rate``."""
         point = {**self.point, **(extra or {}), self.axis: variant}
         name = variant
         if self.own_rate:
             best = effects.best_rate(records, **point)
             point[effects.lr_axis(records)] = best.variant
             name = f"{variant} @ {best.variant}"
+        return name, point
+
+    def values(self, records, variant: str, extra: dict | None = None) -> tuple[str, dict]:
+        """(name, {seed: value}) of ``variant`` at this comparison's point (and ``extra``)."""
+        name, point = self._point(records, variant, extra)
         per_seed, _ = MEASURES[self.measure]
         return name, per_seed(records, **point)
+
+    def runs(self, records) -> list:
+        """The runs the effect reads (each side, at its best rate if ``own_rate``, and at the
+        contrast's point)."""
+        extras = [None] + ([self.contrast] if self.contrast else [])
+        return [r for e in extras for v in (self.a, self.b)
+                for r in results.select(records, **self._point(records, v, e)[1])]
+
+    def still_falling(self, records) -> tuple[int, int]:
+        """(runs still falling at the end, runs read): :func:`tfx.runs.outcome.still_falling`."""
+        from ..runs.outcome import still_falling
+
+        runs = self.runs(records)
+        return sum(still_falling(r) is not None for r in runs), len(runs)
+
+    def failed(self, records) -> tuple[int, int]:
+        """(runs of side ``a`` that failed, runs of side ``a``) at this comparison's point (its best
+        rate if ``own_rate``): failed is *diverged* or *did not learn* (a plateau), by the one
+        outcome rule (:mod:`tfx.runs.outcome`)."""
+        from ..runs.outcome import FAILED, judge
+
+        runs = results.select(records, **self._point(records, self.a)[1])
+        return sum(judge(r).verdict in FAILED for r in runs), len(runs)
+
+    def half(self, records) -> str:
+        """The half this comparison tests, as the records can show it: a ``'failure'`` comparison
+        whose failing side has a run that neither diverged nor plateaued (one still learning, or
+        one that learned) shows that side *behind at this budget*, not failed."""
+        if self.part == FAILURE:
+            failed, n = self.failed(records)
+            if failed < n:
+                return BEHIND
+        return self.part
+
+    def verdict(self, records, e: Effect | None = None) -> str:
+        """The effect's verdict, or *not testable at this scale* for a ``converged`` comparison
+        whose runs are still falling at the end (a budget that cannot show converged quality)."""
+        if self.converged and self.still_falling(records)[0]:
+            return NOT_TESTABLE_WORD
+        return (e or self.effect(records)).verdict
 
     def effect(self, records) -> Effect:
         (na, va), (nb, vb) = self.values(records, self.a), self.values(records, self.b)
@@ -199,51 +255,51 @@ COMPARISONS = [
     # stability map's own axes (learning rate at each β2).
     Comparison("AD-3", "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the "
                        "learning rate than Pre-LN's", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN",
-               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity"),
+               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity", part="stability"),
     Comparison("AD-3", "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the "
                        "learning rate than Admin's", "lr-sensitivity", "architecture", "Post-LN", "Admin",
-               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity"),
+               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity", part="stability"),
     *(Comparison("AD-3", f"stability map, β2 {b2}: Post-LN's final loss is more sensitive to the learning rate "
                          f"than {ref}'s", "stability-map", "architecture", "Post-LN", ref, "higher",
-                 {"beta2": f"β2={b2}"}, measure="LR sensitivity")
+                 {"beta2": f"β2={b2}"}, measure="LR sensitivity", part="stability")
       for b2 in ("0.95", "0.999") for ref in ("Pre-LN", "Admin")),
     # Failure (Table 2, with warmup): deep Post-LN ends higher than Pre-LN and Admin, each at its own
     # best rate, and the gap is a depth effect (6+6 minus 2+2); the depth sweep at one rate.
     Comparison("AD-3", "failure: at 6+6 layers with warmup, Post-LN at its best rate ends higher than Pre-LN at "
                        "its own", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure"),
     Comparison("AD-3", "failure: at 6+6 layers with warmup, Post-LN at its best rate ends higher than Admin at "
                        "its own", "lr-sensitivity", "architecture", "Post-LN", "Admin", "higher",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure"),
     Comparison("AD-3", "failure: with warmup, Post-LN's gap to Pre-LN (each at its best rate) grows from 2+2 to "
                        "6+6 layers", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}, part="failure"),
     Comparison("AD-3", "failure: in the depth sweep (with warmup, one rate), Post-LN ends higher than Pre-LN at "
-                       "6+6 layers", "depth", "architecture", "Post-LN", "Pre-LN", "higher", {"depth": "6 layers"}),
+                       "6+6 layers", "depth", "architecture", "Post-LN", "Pre-LN", "higher", {"depth": "6 layers"}, part="failure"),
     Comparison("AD-3", "failure: in the depth sweep (with warmup, one rate), Post-LN ends higher than Admin at "
-                       "6+6 layers", "depth", "architecture", "Post-LN", "Admin", "higher", {"depth": "6 layers"}),
+                       "6+6 layers", "depth", "architecture", "Post-LN", "Admin", "higher", {"depth": "6 layers"}, part="failure"),
     # the warmup axis at the lower peak rate 1e-3 (Post-LN's best at 6+6): a rate too high, or any warmup?
     Comparison("AD-3", "failure: at 6+6 layers and lr 1e-3, Post-LN with the longest warmup ends higher than "
                        "Pre-LN with it", "warmup-axis-low", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"warmup": "very long"}),
+               {"warmup": "very long"}, part="failure"),
     # three times longer (1,200 steps), each at its best of two rates: slow, or failed?
     Comparison("AD-3", "failure: at 6+6 layers with warmup, trained three times longer, Post-LN at its best rate "
                        "ends higher than Pre-LN at its own", "long-runs", "architecture", "Post-LN", "Pre-LN",
-               "higher", {"warmup": "warmup"}, own_rate=True),
+               "higher", {"warmup": "warmup"}, own_rate=True, part="failure"),
     # depth, or depth for its width? The same 6+6 recipe at width 128 (experiments/width.toml): if the
     # failure were the depth-to-width ratio's, doubling the width would close the gap
     *(Comparison("AD-3", f"failure: at 6+6 layers with warmup and width 128, Post-LN at its best rate ends "
                          f"higher than {ref} at its own", "width", "architecture", "Post-LN", ref, "higher",
-                 {"width": "d 128"}, own_rate=True) for ref in ("Pre-LN", "Admin")),
+                 {"width": "d 128"}, own_rate=True, part="failure") for ref in ("Pre-LN", "Admin")),
     # Quality (Table 2: Admin ends better than Pre-LN). Liu et al. find the methods alike on shallow
     # models and Admin as fast as Pre-LN early in training; our runs are that regime, so the verdict
     # is reported as measured and the chapter says where the paper expects a gap.
     Comparison("AD-3", "quality: at 6+6 layers with warmup, Admin at its best rate ends lower than Pre-LN at its "
                        "own", "lr-sensitivity", "architecture", "Admin", "Pre-LN", "lower",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="quality", converged=True),
     Comparison("AD-3", "quality: on De→En translation with warmup, Admin at its best rate ends lower than Pre-LN "
                        "at its own", "translation", "architecture", "Admin", "Pre-LN", "lower",
-               {"warmup": "warmup"}, own_rate=True),
+               {"warmup": "warmup"}, own_rate=True, part="quality", converged=True),
     # GV-2, Liu et al. Table 1: removing the decoder's vanishing gradient (a Pre-LN decoder) alone does
     # not make deep Post-LN train like Pre-LN (chapter 12; experiments/depth.toml, with warmup)
     Comparison("GV-2", "at 6+6 layers with warmup, a Post-LN encoder with a Pre-LN decoder ends higher than "
@@ -266,15 +322,15 @@ COMPARISONS += [
                "placement", "Post-LN", "Pre-LN", "higher", {"warmup": "none"}, own_rate=True),
     # LG-1 (Wortsman et al. §3.1.1): without QK-norm the largest attention logit grows at high rates
     Comparison("LG-1", "at lr 1e-1, the largest attention logit ends larger without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, measure="log10 largest attention logit"),
+               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, measure="log10 largest attention logit", part="logits"),
     Comparison("LG-1", "at lr 3e-1, the largest attention logit ends larger without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, measure="log10 largest attention logit"),
+               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, measure="log10 largest attention logit", part="logits"),
     # LG-1's "training fails" half, read as the held-out loss at the end (the no-fix runs at these
     # rates are still learning when the run ends: slower, not shown to fail)
     Comparison("LG-1", "at lr 1e-1, the held-out loss ends higher without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "1e-1"}),
+               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, part="training"),
     Comparison("LG-1", "at lr 3e-1, the held-out loss ends higher without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "3e-1"}),
+               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, part="training"),
     # LG-2: QK-norm lowers the LR sensitivity
     Comparison("LG-2", "the final loss is more sensitive to the learning rate without QK-norm", "logits", "fix",
                "no fix", "QK-norm", "higher", measure="LR sensitivity"),
@@ -318,18 +374,18 @@ COMPARISONS += [
     # RZ-1 (training half): ReZero trains deep without warmup (Bachlechner et al.), at a cost in quality
     # against normalised models (Liu et al. §5.3: 1-2 BLEU below Pre-LN and Admin) (chapter 10)
     Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends lower than Post-LN at its own",
-               "schemes", "scheme", "ReZero", "Post-LN", "lower", own_rate=True),
+               "schemes", "scheme", "ReZero", "Post-LN", "lower", own_rate=True, part="trains"),
     Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends higher than Pre-LN at its own "
-                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Pre-LN", "higher", own_rate=True),
+                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Pre-LN", "higher", own_rate=True, part="cost", converged=True),
     Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends higher than Admin at its own "
-                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Admin", "higher", own_rate=True),
+                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Admin", "higher", own_rate=True, part="cost", converged=True),
     # DN-1 (training half), Wang et al. 2022: with DeepNorm's constants deep Post-LN-style models train
     # stably (chapter 10)
     Comparison("DN-1", "12+12 layers, no warmup: DeepNorm at its best rate ends lower than Post-LN at its own",
-               "schemes", "scheme", "DeepNorm", "Post-LN", "lower", own_rate=True),
+               "schemes", "scheme", "DeepNorm", "Post-LN", "lower", own_rate=True, part="training"),
     Comparison("DN-1", "12+12 layers, no warmup: Post-LN's final loss is more sensitive to the learning rate "
                        "than DeepNorm's", "schemes", "scheme", "Post-LN", "DeepNorm", "higher",
-               measure="LR sensitivity"),
+               measure="LR sensitivity", part="training"),
     # ------------------------------------------------ the optimiser's share (chapters 18 and 19)
     Comparison("OP-3", "standard parameterisation: the best learning rate at d 128 is lower than at d 32",
                "op-transfer", "width", "d 128", "d 32", "lower", {"parameterization": "standard"},
@@ -390,10 +446,39 @@ def evaluate(claim: str, profile: str = "book", load=records) -> list[tuple[Comp
     return [(c, c.effect(load(c.experiment, profile))) for c in BY_CLAIM[claim]]
 
 
+def verdicts(claim: str, profile: str = "book", load=records) -> list[tuple[Comparison, Effect, str]]:
+    """Every comparison of ``claim`` with its effect and its verdict (:meth:`Comparison.verdict`:
+    a converged-quality comparison whose runs are still falling is not testable)."""
+    return [(c, e, c.verdict(load(c.experiment, profile), e)) for c, e in evaluate(claim, profile, load)]
+
+
+def halves(claim: str, profile: str = "book", load=records) -> list[str]:
+    """Each comparison's half as the records show it (:meth:`Comparison.half`), in registry order."""
+    return [c.half(load(c.experiment, profile)) for c in BY_CLAIM[claim]]
+
+
 def status(claim: str, profile: str = "book", load=records) -> str:
+    """The claim's status from every registered comparison's verdict (:func:`status_of`: a
+    reversed comparison is never hidden), or *not testable at this scale* (:data:`NOT_TESTABLE`)."""
     if claim in NOT_TESTABLE:
-        return "not testable at this scale"
-    return status_of(e.verdict for _, e in evaluate(claim, profile, load))
+        return NOT_TESTABLE_WORD
+    return status_of(v for _, _, v in verdicts(claim, profile, load))
+
+
+def part_items(triples, halves=None) -> list[tuple[str, str, str]]:
+    """``(half, says, verdict)`` of each ``(Comparison, Effect, verdict)``, for :func:`parts_line`
+    (the half's name is not repeated in front of what the comparison says); ``halves`` (from
+    :func:`halves`) replaces each comparison's registered part by what the records show."""
+    triples = list(triples)
+    halves = halves or [c.part for c, _, _ in triples]
+    return [(h, c.says.removeprefix(f"{c.part}: "), v) for (c, _, v), h in zip(triples, halves)]
+
+
+def parts(claim: str, profile: str = "book", load=records) -> str:
+    """The claim's halves, each judged on its own, every reversed comparison named
+    (:func:`tfx.book.claims.parts_line`); a 'failure' whose runs still improve is *behind at
+    this budget*."""
+    return parts_line(part_items(verdicts(claim, profile, load), halves(claim, profile, load)))
 
 
 def scale(recs) -> str:
@@ -411,16 +496,25 @@ def describe(claim: str, profile: str = "book", load=records) -> str:
     """One line per comparison: what it tests, the effect with its interval, the verdict (and,
     for a claim in :data:`NOT_TESTABLE`, why it is not judged)."""
     lines = [f"not testable at this scale: {NOT_TESTABLE[claim]}"] if claim in NOT_TESTABLE else []
-    for c, e in evaluate(claim, profile, load):
-        recs = results.select(load(c.experiment, profile), **{k: v for k, v in c.point.items()})
-        lines.append(f"{c.says}: {e.describe()}, {e.verdict} ({scale(recs)}; experiments/{c.experiment}.toml)")
+    for c, e, verdict in verdicts(claim, profile, load):
+        recs = results.select(load(c.experiment, profile), **c.point)
+        if verdict == NOT_TESTABLE_WORD:
+            falling, n = c.still_falling(load(c.experiment, profile))
+            verdict = f"{verdict} ({falling} of its {n} runs still falling at the end)"
+        if c.part == FAILURE:
+            failed, n = c.failed(load(c.experiment, profile))
+            verdict += f" ({c.a}: {failed} of {n} runs failed" + ("" if failed == n else f"; {BEHIND}") + ")"
+        lines.append(f"{c.says}: {e.describe()}, {verdict} ({scale(recs)}; experiments/{c.experiment}.toml)")
     return "; ".join(lines)
 
 
 def glue_claim(claim: str, profile: str = "book", load=records) -> str:
-    """Glue ``claim-<ID>`` (the measurement line of the claims page) and ``status-<ID>``."""
+    """Glue ``claim-<ID>`` (the measurement line of the claims page), ``status-<ID>`` and
+    ``parts-<ID>`` (each half's status, the reversed comparisons named)."""
     text = describe(claim, profile, load)
     glue(f"claim-{claim}", text)
+    if claim not in NOT_TESTABLE:
+        glue(f"parts-{claim}", parts(claim, profile, load))
     glue_status(claim, status(claim, profile, load))
     return text
 

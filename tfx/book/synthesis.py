@@ -26,6 +26,11 @@ NOT_JUDGED = "not yet judged"  # no chapter has glued a status yet
 NO_CHECKOUT = "not readable here (no checkout)"  # an installed tfx: the chapters are not beside it
 OTHER_STATUSES = (CONTEXT, NOT_JUDGED, NO_CHECKOUT)
 VOCABULARY = STATUSES + OTHER_STATUSES  # every word a status cell can hold
+# a short name per word, for glue keys (``syn-n-<short>``: how many claims have it)
+SHORT = {"reproduces": "rep", "mixed": "mixed", "reproduces in part": "part",
+         "not resolved at this scale": "unresolved", "does not reproduce": "not",
+         "not testable at this scale": "untestable", "derivation verified": "derivation",
+         CONTEXT: "context", NOT_JUDGED: "unjudged", NO_CHECKOUT: "unread"}
 
 # The warmup results of the training chapters: the summary each chapter glues, and the claims
 # whose statuses stand in for it until the chapter glues one.
@@ -57,6 +62,7 @@ class Verdict:
     statement: str
     status: str  # a word of VOCABULARY
     chapter: str  # the chapter stem that judges it ('11-warmup-adam'), or '' if none is known
+    parts: str = ""  # the chapter's glued parts-<ID>: each half's status, the reversals named
 
 
 def verdicts(root=_CHECKOUT) -> list[Verdict]:
@@ -68,14 +74,16 @@ def verdicts(root=_CHECKOUT) -> list[Verdict]:
     mentioned = claims.ids_in_chapters(root) if root else {}
     rows = []
     for c in CLAIMS:
+        parts = ""
         if c.id in judged:
             chapter, status = judged[c.id]
+            parts = claims.glued_text(root / "book" / f"{chapter}.ipynb", f"parts-{c.id}") or ""
         else:
             chapter = c.measured[0] if c.measured else (mentioned.get(c.id) or [""])[0]
             status = CONTEXT if c.context else NOT_JUDGED if root else NO_CHECKOUT
         if status not in VOCABULARY:
             raise ValueError(f"{c.id}: status {status!r} glued in {chapter} is not a word of {VOCABULARY}")
-        rows.append(Verdict(c.id, c.statement, status, chapter))
+        rows.append(Verdict(c.id, c.statement, status, chapter, parts))
     return rows
 
 
@@ -84,13 +92,21 @@ def chapter_number(stem: str) -> str:
     return stem.split("-", 1)[0] if stem else "—"
 
 
+def shows_parts(r: Verdict) -> bool:
+    """Whether the table spells out a claim's parts: where a comparison was reversed (*mixed*,
+    *does not reproduce*) or the paper's halves were judged apart (the line names several)."""
+    return bool(r.parts) and (r.status in ("mixed", "does not reproduce") or " · " in r.parts)
+
+
 def verdict_table(rows) -> str:
-    """The verdict table as Markdown: id, the claim in one line, its status, its chapter."""
+    """The verdict table as Markdown: id, the claim in one line, its status (with its parts
+    where :func:`shows_parts`), its chapter."""
     out = ["| id | claim | status | chapter |", "|---|---|---|---|"]
     for r in rows:
         statement = r.statement.replace("|", "\\|")
         ident = r.id.replace("-", "\u2011")  # a non-breaking hyphen: "LN-1" stays on one line
-        out.append(f"| {ident} | {statement} | *{r.status}* | {chapter_number(r.chapter)} |")
+        status = f"*{r.status}*" + (f": {r.parts.replace('|', '/')}" if shows_parts(r) else "")
+        out.append(f"| {ident} | {statement} | {status} | {chapter_number(r.chapter)} |")
     return "\n".join(out)
 
 
