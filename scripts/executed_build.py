@@ -17,6 +17,7 @@ warns.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def main() -> int:
     log = ROOT / "_build" / "executed-book.log"
     r = subprocess.run([str(jb), "build", str(where), *FLAGS], capture_output=True, text=True)
     log.write_text(r.stdout + r.stderr, encoding="utf-8")
-    warnings = [line for line in (r.stdout + r.stderr).splitlines() if "WARNING" in line or "ERROR" in line]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout + r.stderr)  # Sphinx colours its warnings
+    warnings = [line for line in text.splitlines() if "WARNING" in line or "ERROR" in line]
     if r.returncode or "build finished with problems" in r.stdout + r.stderr:
         print("executed-build: the book built from executed outputs has warnings (log: "
               f"{log.relative_to(ROOT)}):\n  " + "\n  ".join(warnings[:40]), file=sys.stderr)

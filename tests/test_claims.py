@@ -1231,3 +1231,34 @@ def test_OP_1_language_model_half_finds_few_spikes_and_no_update_norm_precursor(
     assert set(overall) == {0, 1, 2, 3, 4}
     assert 0 < sum(n > 0 for n in spikes.values()) < 5
     assert all(abs(before[s] - overall[s]) < 0.05 for s in before)
+
+# ============================================================== the chapters are not stale
+def test_every_glued_claim_line_and_status_recomputes_from_the_records():
+    """Issue 40: a chapter's saved `claim-<ID>` line (the claims page's measurement) must still
+    be what the records say. For every claim the evidence registry judges, recompute its line
+    (evidence.describe) and its status (evidence.status) from the committed book records; the
+    chapter that glued them must hold the same line (it may add more around it: DN-1, LM-1)
+    and, where the status is the registry's alone (the line is exactly describe's), the same
+    status and parts. A chapter not re-executed after a change to the records or the rule fails
+    here, naming the claim."""
+    from tfx.book import claims
+
+    judged = claims.statuses(ROOT)
+    stale = []
+    for claim in evidence.BY_CLAIM:
+        if claim not in judged:
+            continue
+        stem = judged[claim][0]
+        nb = ROOT / "book" / f"{stem}.ipynb"
+        saved = claims.glued_text(nb, f"claim-{claim}")
+        line = evidence.describe(claim, "book")
+        if saved is None or line not in saved:
+            stale.append(f"{claim} ({stem}): claim line differs from the records")
+            continue
+        if saved == line:  # glued by evidence.glue_claim: status and parts are the registry's
+            if judged[claim][1] != evidence.status(claim, "book"):
+                stale.append(f"{claim} ({stem}): status {judged[claim][1]!r} differs from the records")
+            if claim not in evidence.NOT_TESTABLE and claims.glued_text(nb, f"parts-{claim}") != \
+                    evidence.parts(claim, "book"):
+                stale.append(f"{claim} ({stem}): parts differ from the records")
+    assert not stale, "chapters to re-execute (make notebooks NB=…):\n  " + "\n  ".join(stale)

@@ -125,3 +125,17 @@ def test_admin_omegas():
     prof = dependency.admin_omegas(_model(n_enc=3, n_dec=0, placement="admin", init="admin"))["encoder"]
     assert prof[0] == 1.0 and np.all(np.diff(prof) > 0)  # ω_i² = 1 + Σ_{j<i} Var f_j grows
     assert np.isnan(dependency.admin_omegas(_model(placement="post"))["encoder"]).all()
+
+
+def test_admin_law_by_depth_judges_every_depth_on_the_seeds_asked_for():
+    """AD-1 re-judged on fresh seeds at each depth (issue 40): one law per depth, and the seeds
+    are the ones asked for (fresh seeds give other β², hence another slope)."""
+    import tfx
+
+    task = tfx.synthetic("reverse", length=8)
+    batch, held_out = task.batch(0, 8), task.batch(1, 8)
+    kw = dict(d_model=16, n_heads=2, d_ffn=32)
+    laws = dependency.admin_law_by_depth(task, (2, 4), batch, held_out, seeds=2, **kw)
+    assert set(laws) == {2, 4} and all(set(v) == {"slope", "level", "holds"} for v in laws.values())
+    fresh = dependency.admin_law_by_depth(task, (4,), batch, held_out, seeds=2, first_seed=7, **kw)
+    assert fresh[4]["slope"] != pytest.approx(laws[4]["slope"], abs=1e-9)

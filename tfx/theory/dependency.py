@@ -56,6 +56,24 @@ def admin_law(beta_diag_sq) -> dict:
     return {"slope": slope, "level": level, "holds": bool(holds)}
 
 
+def admin_law_by_depth(task, depths, batch, held_out, seeds: int = 5, first_seed: int = 0,
+                       **model_kw) -> dict:
+    """:func:`admin_law` of Admin's encoder at each depth: ``{N: law}``, with β²_{i,i} measured on
+    ``held_out`` (mean over seeds ``first_seed`` … ``first_seed + seeds − 1``) after profiling on
+    ``batch``. The law's margins were set after a pilot at one depth (chapter 7 says so), so
+    the book re-judges them on fresh seeds at every depth it reports."""
+    from ..nn.model import build_scheme
+
+    out = {}
+    for n in depths:
+        b2 = []
+        for seed in range(first_seed, first_seed + seeds):
+            m = build_scheme("admin", task, n, 0, batch=batch, seed=seed, **model_kw)
+            b2.append(np.diag(layer_dependency(m, held_out)["encoder"]["beta"])[1:] ** 2)
+        out[n] = admin_law(np.mean(b2, axis=0))
+    return out
+
+
 # ----------------------------------------------------------------- AM-1: measured
 @torch.no_grad()
 def layer_dependency(model, batch) -> dict:
