@@ -904,7 +904,10 @@ def test_PL_1_trained_stream_grows_less_from_bottom_to_top_with_output_norms_and
     LM on English text, d 64; paired by seed, 95 % t-intervals; 5 seeds). At lr 1e-2 the
     stream's variance from the bottom sub-layer to the top grows less than Pre-LN's by −1.76
     decades (95 % CI −1.97 to −1.56) with Peri-LN, −1.82 (−2.09 to −1.54) with OLMo 2's output
-    norm and −0.62 (−0.73 to −0.52) with 1/√ℓ: reproduces. Across the learning rates
+    norm and −0.62 (−0.73 to −0.52) with 1/√ℓ: reproduces. Above the first layer (from the
+    stream entering layer 2 to the top) Peri-LN grows +0.33 decades (+0.27 to +0.38) *more*
+    than Pre-LN and the output norm +0.27 (+0.13 to +0.41): reversed; 1/√ℓ −0.11 (−0.16 to
+    −0.07): reproduces. So PL-1 is 'mixed'. Across the learning rates
     (the measurement beside it) Pre-LN's top stream grows over 1000-fold from the lowest rate
     to the highest, and with 1/√ℓ still over 1000-fold: 1/√ℓ lowers the stream, it does not
     bound it."""
@@ -914,8 +917,13 @@ def test_PL_1_trained_stream_grows_less_from_bottom_to_top_with_output_norms_and
         "at lr 1e-2, the stream grows less from bottom to top with Peri-LN than with Pre-LN": "reproduces",
         "at lr 1e-2, the stream grows less with the output norm than with Pre-LN": "reproduces",
         "at lr 1e-2, the stream grows less with 1/√ℓ than without": "reproduces",
+        # above the first layer (issue 40): the output norms' stream grows *more* than Pre-LN's
+        "at lr 1e-2, above the first layer, the stream grows less with Peri-LN than with Pre-LN": "reversed",
+        "at lr 1e-2, above the first layer, the stream grows less with the output norm than with Pre-LN":
+            "reversed",
+        "at lr 1e-2, above the first layer, the stream grows less with 1/√ℓ than with Pre-LN": "reproduces",
     })
-    assert evidence.status("PL-1") == "reproduces"
+    assert evidence.status("PL-1") == "mixed"
     recs, axes = _book("placements")
     lo, hi = axes["lr"][0], axes["lr"][-1]
     for name in ("Pre-LN", "Pre-LN, 1/√ℓ"):

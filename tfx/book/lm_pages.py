@@ -819,11 +819,13 @@ def placements_trained_figure(P, precs, names, lrs, lr: str):
 
 
 def pl1_effects_figure(P, pl1, task: str):
-    fig, ax = figure(P, width=9.4, height=2.2, task=task)
-    effects_plot(ax, [(f"{c.a} − Pre-LN", e) for c, e in pl1],
-                 title=f"PL-1 at lr {pl1[0][0].point['lr']}: stream growth bottom → top, "
+    """PL-1's comparisons, one row each: a scheme minus Pre-LN in the stream's growth, read
+    from the bottom sub-layer (``c.part`` 'bottom to top') and from the second layer on."""
+    fig, ax = figure(P, width=9.4, height=0.45 * len(pl1) + 1.0, task=task)
+    effects_plot(ax, [(f"{c.a} − Pre-LN, {c.part}", e) for c, e in pl1],
+                 title=f"PL-1 at lr {pl1[0][0].point['lr']}: the stream's growth, "
                        "paired by seed, 95 % interval",
-                 xlabel="difference in log10(top stream / bottom stream) (decades)")
+                 xlabel="difference in log10(top stream / lower stream) (decades)")
     return fig
 
 
