@@ -104,10 +104,28 @@ def glue_first_step(steps: dict, adam: dict, lrs, change_at, lr: float, warmup: 
            "wh-post-over-pre": change_at("post", lr) / change_at("pre", lr),
            "wh-small-lr": float(lrs[0]),
            "wh-post-over-pre-small": (steps["post"][0]["output_change"]
-                                      / steps["pre"][0]["output_change"])}
+                                      / steps["pre"][0]["output_change"]),
+           **adam_smallest_step(adam, float(lrs[int(np.argmin(abs(np.asarray(lrs) - sgd_lr)))]))}
     for k, v in out.items():
         glue(k, v)
     return out
+
+
+def adam_smallest_step(adam: dict, lr: float) -> dict:
+    """The weight matrix that Adam's first step (``toy.first_step`` at ``lr``) moves least:
+    its step's RMS over ``lr`` (``wh-adam-min-frac``), its gradient's RMS
+    (``wh-adam-min-grad``), its name (``wh-adam-min-name``), and Adam's ε there
+    (``wh-adam-eps``). On the first step a coordinate moves by lr·|g|/(|g| + ε): about lr
+    where |g| ≫ ε, less where the gradient is near ε."""
+    import inspect
+
+    from . import toy
+
+    name = min(adam["update_rms"], key=adam["update_rms"].get)
+    return {"wh-adam-min-frac": adam["update_rms"][name] / lr,
+            "wh-adam-min-grad": adam["grad_rms"][name],
+            "wh-adam-min-name": name.removesuffix(".weight"),
+            "wh-adam-eps": inspect.signature(toy.first_step).parameters["eps"].default}
 
 
 def sgd_matching_lr(eta0: float, change0: float, change_adam: float) -> float:
@@ -344,6 +362,45 @@ def pre_ln_jacobian_figure(P, jac, stream_norms, d: int):
     return fig
 
 
+def post_ln_sum_norms(model, batch) -> dict:
+    """The squared centred norm ‖z − μ1‖²/d of every residual sum z = x_{i-1} + f_i that a
+    Post-LN model's LayerNorms read, averaged over the tokens of ``batch`` (one forward pass,
+    eval mode): ``{kind: array over the sub-layers of that kind, bottom first}``, kinds
+    'self-attn', 'cross-attn' and 'ffn', the encoder's before the decoder's."""
+    import torch
+
+    from ..nn import hooks
+
+    out = {}
+    with hooks.record_branches(model) as rec, hooks.mode(model), torch.no_grad():
+        hooks.loss_on(model, batch)
+    for recs in rec.values():
+        for r in recs:
+            z = r["x"] + r["f"]
+            c = z - z.mean(-1, keepdim=True)
+            out.setdefault(hooks.sublayer_kind(r["name"]), []).append(
+                float(c.pow(2).sum(-1).mean()) / z.shape[-1])
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def glue_post_ln_sums(sums: dict, depth: int) -> dict:
+    """Glue chapter 3's ``ln_post_*``: the mean of :func:`post_ln_sum_norms` per kind of
+    LayerNorm (``ln_post_ffn``, ``ln_post_self``, ``ln_post_cross``), the smallest and
+    largest sub-layer (``ln_post_lo``, ``ln_post_hi``), the gains √d/‖z − μ‖ they give
+    (``ln_post_gain_lo`` from the largest input, ``ln_post_gain_hi`` from the smallest) and
+    the depth per stack; returns them."""
+    every = np.concatenate(list(sums.values()))
+    out = {"ln_post_depth": depth, "ln_post_ffn": float(sums["ffn"].mean()),
+           "ln_post_self": float(sums["self-attn"].mean()),
+           "ln_post_cross": float(sums["cross-attn"].mean()),
+           "ln_post_lo": float(every.min()), "ln_post_hi": float(every.max())}
+    out["ln_post_gain_lo"] = 1 / math.sqrt(out["ln_post_hi"])
+    out["ln_post_gain_hi"] = 1 / math.sqrt(out["ln_post_lo"])
+    for k, v in out.items():
+        glue(k, v)
+    return out
+
+
 def monte_carlo_table(rows) -> str:
     """LN-2's Monte Carlo rows (d, σ, estimate, σ²d/2) as a Markdown table."""
     return md_table(("$d$", "$\\sigma$", "Monte Carlo $\\mathbb E\\|\\mathrm{ReLU}(X)\\|^2$",
@@ -530,6 +587,73 @@ def glue_profiles(stats: dict, shape_iv: dict, shape: dict, depth: int) -> str:
                if shape["pre"] == "falls" else f"is {shape['pre']}, not clearly flat"))
     return md_table(("placement", "shape", "Spearman ρ", "top / bottom",
                      "log-log slope (95 % interval)"), rows)
+
+
+def ffn_weight_grad_parts(model, batch, stack: str = "encoder") -> dict:
+    """LN-5 taken apart. One backward pass (eval mode) of a Post-LN model; per layer of
+    ``stack``, bottom first, the FFN output weight's gradient ∂L/∂W^{2,l} = Σ_t Δz_t h_tᵀ
+    (a sum over the batch's positions t) and its three factors:
+
+      ``w2``: ‖∂L/∂W^{2,l}‖_F;
+      ``dz``: ‖ΔZ‖, the gradient at the residual sum z = x + FFN(x) that the layer's last
+              LayerNorm reads, over all positions;
+      ``h``: ‖H‖, the FFN's hidden activations (the input of W^{2,l});
+      ``align``: w2 / (dz · h), between 0 and 1: how much the positions' terms agree;
+
+    and ``stream``, the gradient reaching each sub-layer's output
+    (``gradients.sublayer_grad_norms``'s 'norm' for ``stack``)."""
+    from ..nn import hooks
+    from ..theory import gradients
+
+    layers = model.stacks()[stack].layers
+    zs, hs = [], []
+
+    def keep_z(module, args, kwargs):
+        args[0].retain_grad()
+        zs.append(args[0])
+
+    def keep_h(module, args, kwargs):
+        hs.append(args[0].detach())
+
+    attach = [(layer.ffn.norm, keep_z) for layer in layers]
+    attach += [(layer.ffn.f.fc2, keep_h) for layer in layers]
+    with hooks.attached(attach, "forward_pre"), hooks.mode(model):
+        model.zero_grad(set_to_none=True)
+        hooks.loss_on(model, batch)["loss"].backward()
+    w2 = np.array([float(layer.ffn.f.fc2.weight.grad.norm()) for layer in layers])
+    dz = np.array([float(z.grad.norm()) for z in zs])
+    h = np.array([float(x.norm()) for x in hs])
+    model.zero_grad(set_to_none=True)
+    stream = gradients.sublayer_grad_norms(model, batch)[stack]["norm"]
+    return {"w2": w2, "dz": dz, "h": h, "align": w2 / (dz * h), "stream": stream}
+
+
+def glue_encoder_under_decoder(task, depth: int, seeds: int, batch_size: int,
+                               **model_kw) -> dict:
+    """LN-5's Post-LN encoder under a decoder of as many layers: :func:`ffn_weight_grad_parts`
+    of the encoder, for seed s a model of seed s on ``task.batch(s, batch_size)`` (as
+    ``gradients.ffn_grad_profiles``). Glues ``ln5_ud_*``, each a mean over seeds of one
+    seed's ratio: ``stream`` (bottom/top sub-layer gradient), ``w2`` (top/bottom layer's W²
+    gradient) with ``w2_rises`` (in how many seeds it is > 1), ``dz`` and ``h`` (top/bottom),
+    ``align_bottom`` and ``align_top``; returns them."""
+    from ..nn.model import build_model
+
+    parts = []
+    for s in range(seeds):
+        m = build_model(n_enc=depth, n_dec=depth, placement="post", seed=s,
+                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **model_kw)
+        parts.append(ffn_weight_grad_parts(m, task.batch(s, batch_size)))
+    w2 = np.array([p["w2"][-1] / p["w2"][0] for p in parts])
+    out = {"ln5_ud_depth": depth, "ln5_ud_seeds": seeds,
+           "ln5_ud_stream": float(np.mean([p["stream"][0] / p["stream"][-1] for p in parts])),
+           "ln5_ud_w2": float(w2.mean()), "ln5_ud_w2_rises": int((w2 > 1).sum()),
+           "ln5_ud_dz": float(np.mean([p["dz"][-1] / p["dz"][0] for p in parts])),
+           "ln5_ud_h": float(np.mean([p["h"][-1] / p["h"][0] for p in parts])),
+           "ln5_ud_align_bottom": float(np.mean([p["align"][0] for p in parts])),
+           "ln5_ud_align_top": float(np.mean([p["align"][-1] for p in parts]))}
+    for k, v in out.items():
+        glue(k, v)
+    return out
 
 
 def post_ln_sum_norm(r: float) -> float:
