@@ -208,3 +208,20 @@ def test_profiling_readings(glued):
     pages.profiling_effect_figure(P, b2, oc, lr=1e-5)
     assert {"fig-07-profiling", "fig-07-profiling-effect"} <= set(glued)
     assert pages.records_table([]) is None
+
+
+def test_admin_in_training_is_read_from_ad3s_recorded_comparisons(glued):
+    """Chapter 7's advice reads chapter 12's runs: Post-LN's gap to Pre-LN and to Admin (the
+    failure half) and Admin against Pre-LN (the quality half), each with the claims page's
+    verdict; nothing is trained."""
+    from tfx.book import evidence
+
+    got = pages.glue_admin_in_training()
+    assert set(got) == {"post_pre", "post_admin", "admin_pre", "admin_pre_mt"}
+    assert glued["ad_train_closed"] == pytest.approx(
+        got["post_admin"][0].mean / got["post_pre"][0].mean)
+    assert glued["ad_train_depth"].count("+") == 1
+    judged = {(c.part, c.experiment, c.a, c.b): v for c, _, v in evidence.verdicts("AD-3")}
+    assert glued["ad_train_admin_pre_mt_verdict"] == judged[
+        ("quality", "translation", "Admin", "Pre-LN")]
+    assert glued["ad_train_post_admin"].startswith(("+", "-"))

@@ -158,3 +158,12 @@ def test_init_sentence_names_the_law_that_fails_and_whether_the_encoder_fails_it
     assert "not borne out" in both and "Post-LN grows like N" not in both
     lm_only = lm_pages.init_sentence(fit(False, True, True), fit(True, True, True))
     assert "“Post-LN grows like N” fails in the LM (the encoder follows it)" in lm_only
+
+
+def test_init_takeaway_says_the_laws_hold_only_where_the_verdict_does():
+    laws = ("Post-LN grows like N", "Pre-LN grows like ln N", "Post-LN over 3× Pre-LN at the deepest N")
+    fit = lambda *held: {"parts": dict(zip(laws, held))}  # noqa: E731
+    assert lm_pages.init_takeaway(fit(True, True, True), True).startswith("follow")
+    missed = lm_pages.init_takeaway(fit(True, False, True), False)
+    assert missed.startswith("do not follow") and "“Pre-LN grows like ln N” fails" in missed
+    assert "encoder's do not" in lm_pages.init_takeaway(fit(True, True, True), False)

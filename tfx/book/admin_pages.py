@@ -636,3 +636,40 @@ def records_table(recs) -> str | None:
                      ", ".join(f"{b:.3f}" for b in best),
                      ", ".join(f"{b:.1f}" for b in bleu) or "—"])
     return md_table(["variant", "outcomes", "best held-out loss", "BLEU"], rows)
+
+
+def glue_admin_in_training(profile: str = "book") -> dict:
+    """What chapter 12's recorded runs show Admin doing in training (AD-3's comparisons in
+    :mod:`tfx.book.evidence`, read from the committed records; nothing is trained here).
+
+    At the deep point of ``experiments/lr-sensitivity`` with warmup, each architecture at its
+    own best rate: Post-LN's gap to Pre-LN (``ad_train_post_pre``) and to Admin
+    (``ad_train_post_admin``), the share of the first that Admin closes (``ad_train_closed``)
+    and the depth (``ad_train_depth``, '6+6'); Admin against Pre-LN, the quality half, on the
+    same runs (``ad_train_admin_pre``) and on translation (``ad_train_admin_pre_mt``), each
+    with the verdict the claims page gives it (``…_verdict``: *not testable at this scale*
+    where the runs are still falling). Returns ``{key: (Effect, verdict)}``."""
+    from . import evidence
+    from .fixes_pages import effect_text
+
+    def one(part: str, experiment: str, a: str, b: str):
+        hits = [c for c in evidence.BY_CLAIM["AD-3"] if c.part == part and c.experiment == experiment
+                and (c.a, c.b) == (a, b) and c.own_rate and not c.contrast]
+        if len(hits) != 1:
+            raise LookupError(f"AD-3 registers {len(hits)} {part} comparisons {a} vs {b} in {experiment}")
+        recs = evidence.records(experiment, profile)
+        e = hits[0].effect(recs)
+        return hits[0], e, hits[0].verdict(recs, e)
+
+    got = {"post_pre": one("failure", "lr-sensitivity", "Post-LN", "Pre-LN"),
+           "post_admin": one("failure", "lr-sensitivity", "Post-LN", "Admin"),
+           "admin_pre": one("quality", "lr-sensitivity", "Admin", "Pre-LN"),
+           "admin_pre_mt": one("quality", "translation", "Admin", "Pre-LN")}
+    for key, (_, e, verdict) in got.items():
+        glue(f"ad_train_{key}", effect_text(e))
+        glue(f"ad_train_{key}_verdict", verdict)
+    glue("ad_train_closed", got["post_admin"][1].mean / got["post_pre"][1].mean)
+    c, _, _ = got["post_pre"]
+    cfg = c.runs(evidence.records(c.experiment, profile))[0].config
+    glue("ad_train_depth", f"{cfg.n_enc}+{cfg.n_dec}")
+    return {key: (e, verdict) for key, (_, e, verdict) in got.items()}

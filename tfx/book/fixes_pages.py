@@ -313,9 +313,10 @@ def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
 
 
 def glue_schemes_sweep(recs, schemes) -> dict:
-    """Glue the facts of chapter 10's sweep (``experiments/schemes``) the text states (``sc_*``)
-    and return ``{scheme: BestRate}``, each scheme's own best rate
-    (:func:`tfx.runs.effects.best_rate`)."""
+    """Glue the facts of chapter 10's sweep (``experiments/schemes``) the text states (``sc_*``:
+    among them the grid's lowest rate ``sc_lr_lowest`` and the outcomes of Post-LN's seeds at its
+    best rate ``sc_post_best_outcomes``) and return ``{scheme: BestRate}``, each scheme's own best
+    rate (:func:`tfx.runs.effects.best_rate`)."""
     from ..runs import effects
 
     r0 = recs[0]
@@ -337,6 +338,11 @@ def glue_schemes_sweep(recs, schemes) -> dict:
     above = [lr for lr in rates if all(effects.end_loss(r) > r0.history.chance_loss
                                        for r in results.select(post, lr=lr))]
     glue("sc_post_stuck", above[0] if above else "no rate of the grid")
+    grid = sorted({r.train_config.lr: r.point["lr"] for r in recs}.items())
+    glue("sc_lr_lowest", grid[0][1])  # the grid's lowest rate, as the records name it
+    at_best = outcome.summarize(results.select(post, lr=best["Post-LN"].variant))
+    glue("sc_post_best_outcomes",  # 'still learning 5 of 5': Post-LN's seeds at its best rate
+         ", ".join(f"{k} {n}" for k, n in at_best["counts"].items() if n) + f" of {at_best['n']}")
     for s in schemes:  # the window: at how many rates of the grid a seed learned (median)
         win = sensitivity.windows(results.select(recs, scheme=s)).values()
         glue(f"sc_win_{s.lower().replace('-', '')}", int(np.median(list(win))))

@@ -164,7 +164,9 @@ def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
     glue("lm1-r2-pre-n", lm_f["r2_pre_n"])
     glue("lm1-enc-r2-pre-n", enc_f["r2_pre_n"])
     glue("lm1-init-verdict", init_sentence(lm_f, enc_f))
-    return all(f["holds"] for f in fits.values())
+    same = all(f["holds"] for f in fits.values())
+    glue("lm1-init-takeaway", init_takeaway(lm_f, same))
+    return same
 
 
 def init_sentence(lm_fit: dict, enc_fit: dict) -> str:
@@ -180,6 +182,20 @@ def init_sentence(lm_fit: dict, enc_fit: dict) -> str:
     names = "”, “".join(missed)
     return (f"do not follow every law of Theorem 2 at this scale: “{names}” fails {where} (the fits "
             "above), so the first half of LM-1 is not borne out here")
+
+
+def init_takeaway(lm_fit: dict, same: bool) -> str:
+    """The key phrase of chapter 13's takeaway on the init half, from the boolean LM-1's
+    init verdict is computed from (``same``: the LM and the encoder both follow every law of
+    :func:`tfx.theory.change.depth_laws`): 'follow the encoder's laws' only where they do,
+    else the laws the LM misses, named."""
+    if same:
+        return "follow Theorem 2's laws, as the encoder's do"
+    missed = [p for p, ok in lm_fit["parts"].items() if not ok]
+    if not missed:
+        return "follow Theorem 2's laws, though the encoder's do not at this scale"
+    names = "”, “".join(missed)
+    return f"do not follow every law of Theorem 2 at this scale (“{names}” fails)"
 
 
 def glue_lm_sweep(lrecs, lr_names, warmups) -> None:
@@ -249,6 +265,7 @@ def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str)
     init_verdict = "reproduces" if same else "not resolved at this scale"
     lm1_status = status_of([init_verdict] + [e.verdict for _, e in lm1])
     glue("lm1-status", lm1_status)
+    glue("lm1-init-status", init_verdict)  # the init half's verdict, from ``same``
     glue_status("LM-1", lm1_status)
     init_text = "follows Theorem 2's laws" if same else "does not follow every law of Theorem 2"
     glue("claim-LM-1", f"at init, the output change {init_text} (R² "
