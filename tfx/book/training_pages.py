@@ -87,16 +87,20 @@ def effects_sentence(opening: str, items, fmt: str = "{:+.2f}", interval: bool =
 
 
 def verdict_tally(effects_) -> str:
-    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``."""
-    verdicts = [e.verdict for e in effects_]
+    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``
+    (Effects, or verdict words such as :meth:`tfx.book.evidence.Comparison.verdict` gives,
+    *not testable at this scale* among them)."""
+    verdicts = [e if isinstance(e, str) else e.verdict for e in effects_]
     if not verdicts:
         raise ValueError("effects_ must hold at least one Effect")
     counts = {v: verdicts.count(v) for v in dict.fromkeys(
-        ("reproduces", "reversed", "not resolved at this scale"))}
+        ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"))}
     words = {"reproduces": ("reproduces", "reproduce"),
              "reversed": ("is reversed", "are reversed"),
              "not resolved at this scale": ("is not resolved at this scale",
-                                            "are not resolved at this scale")}
+                                            "are not resolved at this scale"),
+             "not testable at this scale": ("is not testable at this scale",
+                                            "are not testable at this scale")}
     parts = []
     for v, n in counts.items():
         if n:
@@ -198,21 +202,42 @@ def gpu_edges(gpu: dict, items) -> list[str]:
     return out
 
 
+def _why(c, records) -> str:
+    """Why comparison ``c``'s verdict on ``records`` reads as it does, or '': for a converged-
+    quality one whose runs still fall, ' (10 of its 10 runs still falling at the end)'; for a
+    'failure' one whose failing side has runs that neither diverged nor plateaued
+    (:meth:`tfx.book.evidence.Comparison.half`), ' (Post-LN at its best rate: still learning 5
+    of 5; behind at this budget)'."""
+    from . import evidence
+
+    falling, n = c.still_falling(records) if c.converged else (0, 0)
+    if falling:  # Comparison.verdict's rule: not testable at this scale
+        return f" ({falling} of its {n} runs still falling at the end)"
+    if c.half(records) != evidence.BEHIND:
+        return ""
+    _, point = c._point(records, c.a)
+    where = " at its best rate" if c.own_rate else ""
+    return f" ({c.a}{where}: {outcome_counts(results.select(records, **point))}; {evidence.BEHIND})"
+
+
 def gpu_verdicts_markdown(gpu: dict, items, cpu: dict | None = None) -> str:
     """The "At GPU scale" verdicts as a Markdown list: per comparison, the claim, what a
-    reproduction shows, the paired effect with its 95 % interval and the verdict, and beside
-    it the same comparison on the CPU records ``cpu`` (``{experiment: records}``, the book
-    profile) where given; then the sides whose best rate is at the edge of the GPU grid
-    (:func:`gpu_edges`)."""
+    reproduction shows, the paired effect with its 95 % interval and the verdict
+    (:meth:`tfx.book.evidence.Comparison.verdict`: converged quality on runs still falling is
+    not testable; a 'failure' whose runs still improve is marked *behind at this budget*,
+    :func:`_why`), and beside it the same comparison on the CPU records ``cpu``
+    (``{experiment: records}``, the book profile) where given; then the sides whose best rate
+    is at the edge of the GPU grid (:func:`gpu_edges`)."""
     if not items:
         return ("No registered comparison can be read from the GPU records yet; the box at the "
                 "end of the page says how to run the rest.")
     lines = []
     for c, e in items:
-        line = f"- **{c.claim}**, {c.says}. GPU: {e.describe()}, **{e.verdict}**."
+        line = f"- **{c.claim}**, {c.says}. GPU: {e.describe()}, **{c.verdict(gpu[c.experiment], e)}**"
+        line += _why(c, gpu[c.experiment]) + "."
         if cpu and cpu.get(c.experiment) and c.reads(cpu[c.experiment]):
             e_cpu = c.effect(cpu[c.experiment])
-            line += f" CPU: {e_cpu.describe()}, {e_cpu.verdict}."
+            line += f" CPU: {e_cpu.describe()}, {c.verdict(cpu[c.experiment], e_cpu)}."
         lines.append(line)
     edges = gpu_edges(gpu, items)
     if edges:
@@ -242,6 +267,19 @@ def records_profile(P, records):
     r = records[0]
     return dataclasses.replace(P, name=r.profile or P.name, device=_devices(records), task=r.task or P.task,
                                task_note="")
+
+
+def gpu_parts(gpu: dict, items, claim: str) -> str:
+    """``claim``'s halves as the GPU records ``gpu`` show them: :func:`tfx.book.evidence.parts`'s
+    rule over the comparisons of ``claim`` in ``items`` (:func:`gpu_effects`), each half judged
+    on its own, a 'failure' whose runs still improve *behind at this budget*."""
+    from . import evidence
+
+    mine = [(c, e, c.verdict(gpu[c.experiment], e)) for c, e in items if c.claim == claim]
+    if not mine:
+        return "none can be read yet"
+    halves = [c.half(gpu[c.experiment]) for c, _, _ in mine]
+    return evidence.parts_line(evidence.part_items(mine, halves))
 
 
 def gpu_effects_figure(P, items, records):
