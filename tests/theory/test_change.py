@@ -66,7 +66,7 @@ def test_output_change_is_quadratic_in_the_perturbation():
     big, small = (change.output_change(m, BATCH, "adam", lr=lr) for lr in (1e-5, 1e-6))
     assert big / small == pytest.approx(100, rel=0.1)
     with pytest.raises(ValueError, match="perturbation"):
-        change.output_change(m, BATCH, "sgd")
+        change.output_change(m, BATCH, "momentum")
 
 
 def test_stack_output_and_sweep_shapes():
@@ -141,3 +141,43 @@ def test_depth_exponents_per_seed():
                                    with_beta=False, **SIZES)
     assert r["post"].shape == (2, 2) and np.isnan(r["sum_beta_sq"]["post"]).all()
     assert set(change.depth_exponents(r, "post")) == {0, 1}
+
+
+def test_sgd_step_follows_the_gradient_and_is_quadratic_in_lr():
+    """One plain gradient step: W* − W = −lr·∇W exactly, so the output change grows as lr²
+    (Adam's first step, ±lr per coordinate, does not follow the gradient's size)."""
+    m = _model(n_enc=2, n_dec=0, placement="post")
+    stepped = change.sgd_step(m, BATCH, lr=1e-3)
+    m.zero_grad()
+    from tfx.nn.hooks import loss_on, mode
+    with mode(m):  # dropout off, as in the step
+        loss_on(m, BATCH)["loss"].backward()
+    for (name, p), (_, q) in zip(change._selected(m, "layers"), change._selected(stepped, "layers")):
+        # atol: W + Δ rounds in float32
+        torch.testing.assert_close(q - p, -1e-3 * p.grad, rtol=1e-3, atol=1e-7, msg=name)
+    m.zero_grad(set_to_none=True)
+    small = change.output_change(m, BATCH, "sgd", lr=1e-5)
+    large = change.output_change(m, BATCH, "sgd", lr=1e-4)
+    assert large / small == pytest.approx(100, rel=0.05)
+    assert small != pytest.approx(change.output_change(m, BATCH, "adam", lr=1e-5), rel=0.1)
+    with pytest.raises(ValueError, match="perturbation='sdg'"):
+        change.output_change(m, BATCH, "sdg")
+
+
+def test_random_signs_keep_adams_step_sizes_and_drop_their_alignment():
+    """AM-2's control: every coordinate moves as far as under Adam's first step, in a random
+    direction; the output then moves less than under the aligned step."""
+    m = _model(n_enc=3, n_dec=0, placement="post")
+    adam = change.adam_step(m, BATCH, lr=1e-4)
+    rand = change.with_random_signs(m, adam, seed=3)
+    flips = total = 0
+    for (name, p), (_, a), (_, r) in zip(change._selected(m, "layers"), change._selected(adam, "layers"),
+                                         change._selected(rand, "layers")):
+        torch.testing.assert_close((r - p).abs(), (a - p).abs(), rtol=1e-3, atol=1e-7, msg=name)
+        moved = (a - p).abs() > 0
+        flips += int(((r - p).sign() != (a - p).sign())[moved].sum())
+        total += int(moved.sum())
+    assert 0.4 < flips / total < 0.6
+    aligned = change.output_change(m, BATCH, "adam", lr=1e-4)
+    shuffled = change.output_change(m, BATCH, "adam-random-signs", lr=1e-4, seed=3)
+    assert shuffled < aligned

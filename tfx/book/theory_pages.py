@@ -515,6 +515,28 @@ def last_grad_figure(P, depths, grad: dict, expo: dict, fit, gradients):
     return fig
 
 
+def finite_depth_exponent(depths, embed: float, growth: float, fit) -> float:
+    """The log-log slope, over ``depths``, of the final LayerNorm's gain (e + g·N)^(−1/2): the
+    exponent Theorem 1's argument predicts for Pre-LN at these finite depths, where the
+    embedding's share e keeps it above the asymptotic −1/2."""
+    depths = list(depths)
+    return float(fit.fit_loglog(depths, [(embed + growth * n) ** -0.5 for n in depths])[0])
+
+
+def glue_ln4_revised(expo_fresh: dict, k_offset: float, seeds: range) -> bool:
+    """Glue ``ln4_fresh_*``: LN-4's Pre-LN criterion as revised after the first run (the
+    finite-depth exponent ``k_offset`` inside the 95 % interval), judged on the fresh
+    ``seeds``; returns whether it holds there."""
+    ok = bool(expo_fresh["low"] <= k_offset <= expo_fresh["high"])
+    glue("ln4_fresh_k", expo_fresh["exponent"])
+    glue("ln4_fresh_lo", expo_fresh["low"])
+    glue("ln4_fresh_hi", expo_fresh["high"])
+    glue("ln4_fresh_seeds", f"{seeds.start}–{seeds.stop - 1}")
+    glue("ln4_fresh_n", len(seeds))
+    glue("ln4_fresh_verdict", "inside" if ok else "outside")
+    return ok
+
+
 def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
                    embed: float, growth: float, fit, gradients) -> dict:
     """Glue LN-4's ``ln4_*`` values. ``embed`` (e) and ``growth`` (g) are LN-3's embedding
@@ -539,7 +561,7 @@ def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
     glue("ln4_d", d)
     glue("ln4_ex_pred", float(np.sqrt((embed + 6 * growth) / (embed + 24 * growth))))
     glue("ln4_ex_fit", float(4 ** expo["pre"]["exponent"]))
-    k_offset = fit.fit_loglog(depths, [(embed + growth * n) ** -0.5 for n in depths])[0]
+    k_offset = finite_depth_exponent(depths, embed, growth, fit)
     glue("ln4_k_offset", k_offset)
     glue("ln4_offset_share", 100 * (k_offset + 0.5) / (expo["pre"]["exponent"] + 0.5))
     halves = {pl: bool(expo[pl]["low"] <= gradients.expected_exponent(pl) <= expo[pl]["high"])

@@ -105,21 +105,60 @@ def adam_step(model, batch, lr: float = 1e-5, betas=(0.9, 0.98), eps: float = 1e
     return new
 
 
+def sgd_step(model, batch, lr: float = 1e-5, which: str = "layers"):
+    """A copy of ``model`` after one plain gradient step (W* = W − lr·∇W, no momentum): the
+    update the T-Fixup and DeepNorm arguments bound (Huang et al. 2020, Wang et al. 2022), whose
+    size follows the gradient's, unlike Adam's first step."""
+    new = copy.deepcopy(model)
+    params = [p for _, p in _selected(new, which)]
+    opt = make_optimizer(params, TrainConfig(optimizer="sgd", lr=lr, momentum=0.0))
+    with mode(new):
+        take_step(opt, loss_on(new, batch)["loss"])
+        new.zero_grad(set_to_none=True)
+    return new
+
+
+@torch.no_grad()
+def with_random_signs(model, stepped, which: str = "layers", seed: int = 0):
+    """A copy of ``model`` moved by the step that took it to ``stepped``, each coordinate's size
+    kept and its sign drawn at random: the same step sizes without the alignment of an optimiser's
+    update to the gradient (AM-2's control: is it the sizes or their agreement that grows with
+    depth?)."""
+    new = copy.deepcopy(model)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    after = dict(_selected(stepped, which))
+    for name, p in _selected(new, which):
+        size = (after[name] - p).abs()
+        sign = torch.randint(0, 2, p.shape, generator=gen).to(p.device, p.dtype) * 2 - 1
+        p.add_(size * sign)
+    return new
+
+
+PERTURBATIONS = ("random", "adam", "sgd", "adam-random-signs")
+
+
 @torch.no_grad()
 def output_change(model, batch, perturbation: str = "random", scale: float = 1e-2, lr: float = 1e-5,
                   which: str = "layers", stack: str | None = None, seed: int = 0) -> float:
     """AM-2: ‖F(x_0, W) − F(x_0, W*)‖², summed over the d features and averaged over
     the tokens of ``batch`` (Liu et al. 2020, Fig. 4). W* comes from ``perturb_random``
-    (``perturbation='random'``, δ = scale · each matrix's std) or ``adam_step``
-    (``perturbation='adam'``, learning rate ``lr``). The model is not changed."""
+    (``perturbation='random'``, δ = scale · each matrix's std), ``adam_step``
+    (``'adam'``, learning rate ``lr``), ``sgd_step`` (``'sgd'``: one plain gradient step) or
+    Adam's first step with its signs drawn at random (``'adam-random-signs'``,
+    :func:`with_random_signs`). The model is not changed."""
+    if perturbation not in PERTURBATIONS:
+        raise ValueError(f"perturbation={perturbation!r}: choose one of {PERTURBATIONS}")
     with mode(model):
         if perturbation == "random":
             other = perturb_random(model, scale, which, seed)
-        elif perturbation == "adam":
-            with torch.enable_grad():
-                other = adam_step(model, batch, lr=lr, which=which)
         else:
-            raise ValueError(f"perturbation={perturbation!r}: choose 'random' or 'adam'")
+            with torch.enable_grad():
+                if perturbation == "sgd":
+                    other = sgd_step(model, batch, lr=lr, which=which)
+                else:
+                    other = adam_step(model, batch, lr=lr, which=which)
+            if perturbation == "adam-random-signs":
+                other = with_random_signs(model, other, which, seed)
         other.eval()
         a, b = stack_output(model, batch, stack), stack_output(other, batch, stack)
     return float((a - b).pow(2).sum(-1).mean())
