@@ -470,6 +470,21 @@ def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
     return {"b2": b2, "slope": slope}
 
 
+def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
+    """AD-1's law re-judged on fresh ``seeds`` at every depth (``{N: law}`` of
+    :func:`tfx.theory.dependency.admin_law_by_depth`): glues the table ``ad-law-by-depth``,
+    ``ad_law_held`` ('1 of 5'), ``ad_fresh_seeds`` and ``ad_fresh_n``; returns ``{N: holds}``."""
+    rows = [(n, f"{law['slope']:.2f}", f"{law['level']:.2f}", "holds" if law["holds"] else "does not hold")
+            for n, law in laws.items()]
+    glue("ad-law-by-depth", _md(md_table(["layers", "slope against i + 1 (law: −1 ± 0.15)",
+                                          "level (law: 1, within ×1.25)", "the law"], rows)))
+    held = sum(law["holds"] for law in laws.values())
+    glue("ad_law_held", f"{held} of {len(laws)}")
+    glue("ad_fresh_seeds", f"{seeds.start}–{seeds.stop - 1}")
+    glue("ad_fresh_n", len(seeds))
+    return {n: law["holds"] for n, law in laws.items()}
+
+
 def admin_beta_figure(P, b2: dict, name="fig-07-beta") -> str:
     from ..theory import dependency
 
