@@ -470,6 +470,28 @@ def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
     return {"b2": b2, "slope": slope}
 
 
+def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
+    """AM-2's control for assumption (A2): Adam's first step (``aligned``, an
+    ``output_change_sweep``) against the same step sizes with random signs (``signs``), per
+    architecture: each one's depth exponent with its interval (``am_signs_k_<pl>``, ``_low``,
+    ``_high``) and the paired effect of the alignment on the exponent, aligned minus random
+    (``am_signs_effect_<pl>``, ``am_signs_verdict_<pl>``; predicted higher). Returns the effects."""
+    from .evidence import depth_growth_effect
+
+    out = {}
+    for pl in ("post", "pre"):
+        iv = fit.exponent_interval(N, signs[pl])
+        glue(f"am_signs_k_{pl}", iv["exponent"])
+        glue(f"am_signs_k_{pl}_low", iv["low"])
+        glue(f"am_signs_k_{pl}_high", iv["high"])
+        both = {"depths": aligned["depths"], "aligned": aligned[pl], "random signs": signs[pl]}
+        e = depth_growth_effect(both, "aligned", "random signs", expect="higher")
+        glue(f"am_signs_effect_{pl}", e.describe())
+        glue(f"am_signs_verdict_{pl}", e.verdict)
+        out[pl] = e
+    return out
+
+
 def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
     """AD-1's law re-judged on fresh ``seeds`` at every depth (``{N: law}`` of
     :func:`tfx.theory.dependency.admin_law_by_depth`): glues the table ``ad-law-by-depth``,
