@@ -225,3 +225,25 @@ def test_admin_in_training_is_read_from_ad3s_recorded_comparisons(glued):
     assert glued["ad_train_admin_pre_mt_verdict"] == judged[
         ("quality", "translation", "Admin", "Pre-LN")]
     assert glued["ad_train_post_admin"].startswith(("+", "-"))
+
+
+def test_random_signs_effect_reads_aligned_minus_random_exponents(glued):
+    """AM-2's control: aligned steps grow with exponent 2, random-sign ones with 1 (Post-LN);
+    the paired effect on the exponent is +1, predicted higher: reproduces. Equal growth: not."""
+    N = np.array([2.0, 4.0, 8.0, 16.0])
+    seeds = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
+    aligned = {"depths": N, "post": np.outer(N ** 2, seeds), "pre": np.outer(N, seeds)}
+    signs = {"depths": N, "post": np.outer(N, seeds * 1.3), "pre": np.outer(N, seeds * 0.7)}
+    out = pages.glue_random_signs(N, aligned, signs)
+    assert out["post"].mean == pytest.approx(1.0) and out["post"].verdict == "reproduces"
+    assert glued["am_signs_k_post"] == pytest.approx(1.0) and glued["am_signs_verdict_post"] == "reproduces"
+    assert out["pre"].mean == pytest.approx(0.0, abs=1e-9) and out["pre"].verdict != "reproduces"
+
+
+def test_admin_law_by_depth_table_counts_the_depths_it_holds_at(glued):
+    laws = {6: {"slope": -0.75, "level": 0.71, "holds": False},
+            24: {"slope": -0.87, "level": 0.87, "holds": True}}
+    assert pages.glue_admin_law_by_depth(laws, range(5, 10)) == {6: False, 24: True}
+    assert glued["ad_law_held"] == "1 of 2" and glued["ad_fresh_seeds"] == "5–9" and glued["ad_fresh_n"] == 5
+    table = str(glued["ad-law-by-depth"].data)
+    assert "| 6 | -0.75 | 0.71 | does not hold |" in table and "| 24 | -0.87 | 0.87 | holds |" in table

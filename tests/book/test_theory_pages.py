@@ -144,3 +144,35 @@ def test_anatomy_exercises_count_pre_ln_final_norms():
                                            {"post": "p"}, 2)
     assert out["an-ex3-subs"] == 10
     assert (out["an-ex3-post-norms"], out["an-ex3-pre-norms"]) == (10, 12)
+
+
+def test_adams_smallest_step_names_the_matrix_whose_gradient_is_nearest_eps():
+    adam = {"update_rms": {"a.q_proj.weight": 4.2e-4, "a.fc1.weight": 1e-3},
+            "grad_rms": {"a.q_proj.weight": 2e-8, "a.fc1.weight": 1e-2}}
+    out = pages.adam_smallest_step(adam, 1e-3)
+    assert out["wh-adam-min-frac"] == pytest.approx(0.42) and out["wh-adam-min-name"] == "a.q_proj"
+    assert out["wh-adam-min-grad"] == 2e-8 and out["wh-adam-eps"] > 0
+
+
+def test_post_ln_sums_read_per_kind_and_give_the_gains_of_the_extremes(monkeypatch):
+    monkeypatch.setattr(pages, "glue", lambda name, value, display=False: value)
+    sums = {"ffn": np.array([1.3, 1.4]), "self-attn": np.array([1.9, 2.0]), "cross-attn": np.array([2.0, 2.25])}
+    out = pages.glue_post_ln_sums(sums, 6)
+    assert out["ln_post_ffn"] == pytest.approx(1.35) and out["ln_post_cross"] == pytest.approx(2.125)
+    assert out["ln_post_gain_lo"] == pytest.approx(1 / 1.5) and out["ln_post_gain_hi"] == pytest.approx(1 / 1.3 ** 0.5)
+
+
+def test_ln4_finite_depth_exponent_and_its_fresh_seed_verdict(monkeypatch):
+    """The embedding's offset e keeps the Pre-LN exponent above −1/2 at finite depth; with e = 0
+    it is −1/2 exactly. The revised criterion holds when that exponent is inside the fresh
+    seeds' interval, and not otherwise."""
+    seen = {}
+    monkeypatch.setattr(pages, "glue", lambda name, value, display=False: seen.setdefault(name, value))
+    assert pages.finite_depth_exponent([2, 6, 24], 0.0, 1.0, fit) == pytest.approx(-0.5)
+    k = pages.finite_depth_exponent([2, 6, 12, 18, 24], 1.5, 1.0, fit)
+    assert -0.5 < k < -0.3
+    assert pages.glue_ln4_revised({"exponent": -0.35, "low": -0.42, "high": -0.28}, k, range(6, 12))
+    assert seen["ln4_fresh_verdict"] == "inside" and seen["ln4_fresh_seeds"] == "6–11"
+    seen.clear()
+    assert not pages.glue_ln4_revised({"exponent": -0.5, "low": -0.55, "high": -0.45}, k, range(6, 12))
+    assert seen["ln4_fresh_verdict"] == "outside"
