@@ -69,7 +69,7 @@ define jupyter_book
 	  echo "error: the book build had warnings (see _build/$(2).log)" >&2; exit 1; fi
 endef
 
-# The claims appendix is generated from tfx/claims.py, the tests and the chapters.
+# The claims appendix is generated from tfx/book/claims.py, the tests and the chapters.
 claims-page: $(STAMP)
 	$(BIN)/python -m tfx.book.claims book/claims.md
 

@@ -1,5 +1,5 @@
 """The recorded sweeps the book reads meet the standard of a training verdict
-(../shared/claims.md, "How a training claim is checked"): ≥ 5 seeds in every cell, and a
+(book/method.md, "Evidence that can fail"): ≥ 5 seeds in every cell, and a
 learning-rate grid that brackets each group's best rate (≥ 90 % of the groups of a sweep).
 
 A sweep still being re-recorded is listed in PENDING with why; the test then checks that it

@@ -312,8 +312,8 @@ CLAIMS = [
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 
-# A claim's status, from one vocabulary (book/method.md; ../shared/claims.md, "How a training
-# claim is checked"). A status never hides a part: every comparison's verdict counts.
+# A claim's status, from one vocabulary (book/method.md, "A claim's status"). A status never
+# hides a part: every comparison's verdict counts.
 STATUSES = (
     "reproduces",                  # every comparison (part) reproduces
     "mixed",                       # some reproduce, some are reversed: the page names which
@@ -546,7 +546,8 @@ def render_page(root: Path = ROOT) -> str:
         "  exact fold). Such a check is never the evidence for another claim.",
         "",
         "Where a paper makes separate statements (Admin's stability, failure and quality), each",
-        "half is judged on its own and the **Parts** line shows each one.",
+        "half is judged on its own and the **Parts** line shows each one. {doc}`method` gives the",
+        "rules in full.",
         "",
         "| id | claim | status | chapters | test |",
         "|---|---|---|---|---|",

@@ -54,7 +54,7 @@ from .sensitivity import start_loss
 VERDICTS = ("reproduces", "reversed", "not resolved at this scale")
 EXPECT = ("lower", "higher", "equal")
 CONFIDENCE = 0.95
-MIN_SEEDS = 5  # the book's floor for a verdict (../shared/claims.md, "How a training claim is checked")
+MIN_SEEDS = 5  # the book's floor for a verdict (book/method.md, "Evidence that can fail")
 
 
 def end_loss(rec) -> float:
