@@ -187,3 +187,17 @@ def test_a_failure_rests_on_failed_runs_else_it_is_behind_at_this_budget():
     assert c.effect(stuck).verdict == c.effect(slow).verdict == "reproduces"  # the effect alone cannot tell
     other = Comparison("AD-3", "stability: A", "x", "arch", "A", "B", "higher", {"lr": "1e-3"}, part="stability")
     assert other.half(slow) == "stability"
+
+
+def test_steps_to_the_learned_line_are_censored_at_the_budget_and_the_share_is_reported():
+    """Time to target (issue 40): the first evaluation at or below the learned line
+    (chance 6, floor 0: 1.5 + 0 = 4.5); a run that never gets there counts at its budget."""
+    fast = _rec(0, 1.0, 1e-3)
+    fast.history.eval_loss, fast.history.eval_step = [5.0, 4.0, 1.0], [50, 100, 150]
+    slow = _rec(0, 5.0, 1e-3)
+    slow.history.eval_loss, slow.history.eval_step = [5.9, 5.5, 5.0], [50, 100, 150]
+    slow.train_config = SimpleNamespace(lr=1e-3, steps=200)
+    assert evidence._steps_to_learned(fast) == 100.0
+    assert evidence._steps_to_learned(slow) == 200.0  # never reached: censored at its budget
+    assert evidence.reached([fast, slow]) == (1, 2)
+    assert evidence.UNITS["steps to the learned line"] == "steps"

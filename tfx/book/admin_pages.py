@@ -691,7 +691,7 @@ def glue_admin_in_training(profile: str = "book") -> dict:
 
     def one(part: str, experiment: str, a: str, b: str):
         hits = [c for c in evidence.BY_CLAIM["AD-3"] if c.part == part and c.experiment == experiment
-                and (c.a, c.b) == (a, b) and c.own_rate and not c.contrast]
+                and (c.a, c.b) == (a, b) and c.own_rate and not c.contrast and c.measure == "end loss"]
         if len(hits) != 1:
             raise LookupError(f"AD-3 registers {len(hits)} {part} comparisons {a} vs {b} in {experiment}")
         recs = evidence.records(experiment, profile)

@@ -76,6 +76,33 @@ def _log10_stream_growth_above_first_layer(rec) -> float:
     return math.log10(var[-1] / var[2])
 
 
+def _steps_to_learned(rec) -> float:
+    """Time to target: the first evaluation step at which the held-out loss reaches the outcome
+    rule's learned line, F + ¾(C − F) (:func:`tfx.runs.outcome.learned_level`). A run that never
+    reaches it within its budget is **censored** at the budget (its last step): it counts as
+    reaching it then, which understates how slow it is, so an effect of this measure is a
+    lower bound on the gap; :func:`reached` gives the share that got there."""
+    from ..runs.outcome import learned_level
+    from ..runs.sweep import first_step_below
+
+    h = rec.history
+    step = first_step_below(h.eval_step, h.eval_loss, learned_level(h.chance_loss, h.floor_loss))
+    return float(step if step is not None else rec.train_config.steps)
+
+
+def reached(runs) -> tuple[int, int]:
+    """(runs that reached the learned line within their budget, runs): the uncensored share of
+    :func:`_steps_to_learned`."""
+    from ..runs.outcome import learned_level
+    from ..runs.sweep import first_step_below
+
+    runs = list(runs)
+    hit = sum(first_step_below(r.history.eval_step, r.history.eval_loss,
+                               learned_level(r.history.chance_loss, r.history.floor_loss)) is not None
+              for r in runs)
+    return hit, len(runs)
+
+
 def _mean_held_out(rec) -> float:
     """The held-out loss averaged over every evaluation of the run: how fast it got low, not
     only where it ended (the area under the held-out curve, per evaluation); L₀ where it diverged."""
@@ -91,6 +118,8 @@ def _mean_held_out(rec) -> float:
 MEASURES = {
     "mean held-out loss": (_per_run(_mean_held_out), False),  # over the run: speed as well as the end
     "end loss": (_end_losses, False),  # held-out loss at the end (L₀ if the run diverged)
+    # speed: steps to the learned line, censored at the budget (book/method.md, "Slow is not failed")
+    "steps to the learned line": (_per_run(_steps_to_learned), False),
     "LR sensitivity": (_lr_sensitivity, True),  # Wortsman et al.'s, over the seed's learning-rate curve
     "log10 best learning rate": (_best_log10_lr, True),  # the seed's curve's optimum, between grid points
     "log10 largest attention logit": (_per_run(_log10_logit_max), False),
@@ -98,7 +127,7 @@ MEASURES = {
     "log10 stream growth": (_per_run(_log10_stream_growth), False),
     "log10 stream growth above the first layer": (_per_run(_log10_stream_growth_above_first_layer), False),
 }
-UNITS = {"log10 best learning rate": "decades", "mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
+UNITS = {"steps to the learned line": "steps", "log10 best learning rate": "decades", "mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
          "log10 stream growth": "decades", "log10 stream growth above the first layer": "decades"}
 
 
@@ -168,6 +197,11 @@ class Comparison:
         per_seed, _ = MEASURES[self.measure]
         return name, per_seed(records, **point)
 
+    def side(self, records, variant: str) -> list:
+        """The runs of ``variant`` (``self.a`` or ``self.b``) this comparison reads at its point
+        (its best rate if ``own_rate``)."""
+        return results.select(records, **self._point(records, variant)[1])
+
     def runs(self, records) -> list:
         """The runs the effect reads (each side, at its best rate if ``own_rate``, and at the
         contrast's point)."""
@@ -188,7 +222,7 @@ class Comparison:
         outcome rule (:mod:`tfx.runs.outcome`)."""
         from ..runs.outcome import FAILED, judge
 
-        runs = results.select(records, **self._point(records, self.a)[1])
+        runs = self.side(records, self.a)
         return sum(judge(r).verdict in FAILED for r in runs), len(runs)
 
     def half(self, records) -> str:
@@ -282,6 +316,11 @@ COMPARISONS = [
     Comparison("AD-3", "failure: at 6+6 layers with warmup, Post-LN at its best rate ends higher than Admin at "
                        "its own", "lr-sensitivity", "architecture", "Post-LN", "Admin", "higher",
                {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure"),
+    # time to target: how many steps each takes to reach the learned line (censored at the budget)
+    *(Comparison("AD-3", f"failure: at 6+6 layers with warmup, Post-LN at its best rate takes more steps to the "
+                         f"learned line than {ref} at its own", "lr-sensitivity", "architecture", "Post-LN", ref,
+                 "higher", {"warmup": "warmup", "depth": "6 layers"}, measure="steps to the learned line",
+                 own_rate=True, part="failure") for ref in ("Pre-LN", "Admin")),
     Comparison("AD-3", "failure: with warmup, Post-LN's gap to Pre-LN (each at its best rate) grows from 2+2 to "
                        "6+6 layers", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
                {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}, part="failure"),
@@ -523,6 +562,11 @@ def describe(claim: str, profile: str = "book", load=records) -> str:
         if verdict == NOT_TESTABLE_WORD:
             falling, n = c.still_falling(load(c.experiment, profile))
             verdict = f"{verdict} ({falling} of its {n} runs still falling at the end)"
+        if c.measure == "steps to the learned line":
+            recs_c = load(c.experiment, profile)
+            (ha, na), (hb, nb) = (reached(c.side(recs_c, v)) for v in (c.a, c.b))
+            verdict += (f" ({c.a} reached the learned line in {ha} of {na} runs, {c.b} in {hb} of {nb}; "
+                        "the rest counted at the budget)")
         if c.part == FAILURE:
             failed, n = c.failed(load(c.experiment, profile))
             verdict += f" ({c.a}: {failed} of {n} runs failed" + ("" if failed == n else f"; {BEHIND}") + ")"
