@@ -37,3 +37,22 @@ def test_flat_and_growing_follow_the_intervals():
     assert "+1.00" in pages.slope_table({"standard": steep, "μP": flat})
     name, mean, lo, hi = pages.slope_intervals(steep)[0]
     assert mean == pytest.approx(1.0) and lo < 1.0 < hi
+
+
+def test_shared_spikes_count_spikes_another_recipe_has_on_the_same_batch():
+    """OP-1's bad-batch control on constructed runs: a loss spike at step 30 in two recipes of
+    seed 0 (the same batch) is shared; one at step 50 in one recipe only is not."""
+    from types import SimpleNamespace
+
+    def run(recipe, seed, spike_at):
+        loss = [1.0] * 80
+        for s in spike_at:
+            loss[s] = 5.0
+        h = SimpleNamespace(loss=loss, step=list(range(80)), update_norm=[1.0] * 80, eval_loss=[1.0],
+                            eval_step=[80], chance_loss=6.0, floor_loss=0.0, status="finished", reason="",
+                            diverged_step=0, steps_done=80, start_loss=6.0, bleu=[])
+        return SimpleNamespace(seed=seed, point={"recipe": recipe}, history=h,
+                               train_config=SimpleNamespace(warmup=0, steps=80))
+
+    recs = [run("a", 0, [30, 50]), run("b", 0, [30]), run("a", 1, [30])]
+    assert pages.shared_spikes(recs) == (2, 4)

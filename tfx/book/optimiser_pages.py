@@ -303,6 +303,22 @@ def spike_precursors(records) -> tuple[dict, dict, dict]:
     return before, overall, count
 
 
+def shared_spikes(records) -> tuple[int, int]:
+    """OP-1's bad-batch control: (loss spikes that fall on a step where a run of another recipe
+    with the same seed, hence the same batch, also spikes; every loss spike), over the runs that
+    did not diverge, each from the end of its warmup. Spikes shared across recipes come with the
+    data, not with one optimiser's state."""
+    from ..runs.outcome import judge
+
+    spikes = [(r.seed, r.history.step[i], r.point["recipe"]) for r in records
+              if judge(r).verdict != "diverged" and len(r.history.update_norm) == len(r.history.loss)
+              for i in O.loss_spikes(r.history.loss, after=r.train_config.warmup)]
+    recipes: dict = {}
+    for seed, step, recipe in spikes:
+        recipes.setdefault((seed, step), set()).add(recipe)
+    return sum(len(recipes[seed, step]) > 1 for seed, step, _ in spikes), len(spikes)
+
+
 def spike_example(records):
     """The run (not diverged) with the most loss spikes after its warmup: the page's example."""
     from ..runs.outcome import judge
