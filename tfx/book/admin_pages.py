@@ -475,7 +475,8 @@ def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
     ``output_change_sweep``) against the same step sizes with random signs (``signs``), per
     architecture: each one's depth exponent with its interval (``am_signs_k_<pl>``, ``_low``,
     ``_high``) and the paired effect of the alignment on the exponent, aligned minus random
-    (``am_signs_effect_<pl>``, ``am_signs_verdict_<pl>``; predicted higher). Returns the effects."""
+    (``am_signs_effect_<pl>``, ``am_signs_verdict_<pl>``; predicted higher) and the number of
+    seeds paired (``am_signs_seeds``). Returns the effects."""
     from .evidence import depth_growth_effect
 
     out = {}
@@ -486,9 +487,10 @@ def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
         glue(f"am_signs_k_{pl}_high", iv["high"])
         both = {"depths": aligned["depths"], "aligned": aligned[pl], "random signs": signs[pl]}
         e = depth_growth_effect(both, "aligned", "random signs", expect="higher")
-        glue(f"am_signs_effect_{pl}", e.describe())
+        glue(f"am_signs_effect_{pl}", f"{e.mean:+.2f} ({e.low:+.2f} to {e.high:+.2f})")
         glue(f"am_signs_verdict_{pl}", e.verdict)
         out[pl] = e
+    glue("am_signs_seeds", out["post"].n)
     return out
 
 
