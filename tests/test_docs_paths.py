@@ -4,8 +4,9 @@ A reader follows these documents first; a path that moved (``tests/test_browser.
 ``tests/book/``) or a module that never existed sends them nowhere. Paths are matched under
 the top-level folders of the checkout; a module is a dotted ``tfx.…`` name, imported, with any
 trailing attributes looked up on it. Two kinds of name stand for a file by rule, not letter:
-``experiments/NAME`` is ``experiments/NAME.toml``, and ``results/NAME.PROFILE[.…].jsonl`` is a
-record file that exists once that profile has run, so its experiment must exist.
+``experiments/NAME`` is ``experiments/NAME.toml``, ``results/NAME.PROFILE[.…].jsonl`` is a
+record file that exists once that profile has run, so its experiment must exist, and a folder
+.gitignore lists is an output a run makes.
 """
 from __future__ import annotations
 
@@ -22,9 +23,18 @@ MODULE = re.compile(r"(?<![\w.])(tfx(?:\.[A-Za-z_]\w*)+)")
 PLACEHOLDER = re.compile(r"NAME|NN|slug|\{|[A-Z]-of-[A-Z]|-x\b|\bX\b")
 
 
+def _ignored_outputs() -> set:
+    """The folders .gitignore lists: outputs a run makes (``results/checkpoints``), absent from a
+    fresh clone by design."""
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    return {line.strip().strip("/") for line in lines if line.strip() and not line.startswith("#")}
+
+
 def _exists(path: str) -> bool:
     if path.startswith("results/") and path.endswith(".jsonl"):
         return (ROOT / "experiments" / f"{Path(path).name.split('.')[0]}.toml").exists()
+    if path.strip("/") in _ignored_outputs():
+        return True
     if PLACEHOLDER.search(path) or "*" in path:
         pattern = re.sub(r"(?<!/)\*\*|\*\*(?!/)", "*", PLACEHOLDER.sub("*", path))
         return any(ROOT.glob(pattern))
