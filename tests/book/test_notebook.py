@@ -10,6 +10,7 @@ def test_missing_glue_names_what_the_prose_uses_and_no_cell_glued(tmp_path):
     nb = tmp_path / "ch.ipynb"
     nb.write_text(json.dumps({"cells": [
         {"cell_type": "markdown", "source": ["Loss {glue:text}`a:.2f` and {glue:}`b`.\n",
+                                             "From another chapter: {glue:text}`04-x.ipynb::c:.2f`.\n",
                                              "```{glue:figure} fig-c\n", "```\n"]},
         {"cell_type": "code", "source": ["glue('a', 1)"], "outputs": []}]}))
     assert used_glue_names(nb) == {"a", "b", "fig-c"}

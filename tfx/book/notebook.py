@@ -124,7 +124,9 @@ def md_table(header, rows) -> str:
     return "\n".join(lines)
 
 
-GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`:]+)")
+# a role's name: ``{glue:text}`name:.2f``` → name; a role that reads another notebook's glue
+# (``path.ipynb::name:s``) is glued there, not here, and is left out
+GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`(?![^`]*::)([^`:]+)")
 GLUE_DIRECTIVE = re.compile(r"^(?:```|:::)\{glue(?::\w+)?\}\s+(\S+)", re.M)
 
 
