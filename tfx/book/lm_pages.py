@@ -390,6 +390,9 @@ def judge(claim: str, lrecs, profile: str) -> list:
                   else "not testable at this scale")
         text = "; ".join(f"{c.says}: {e.describe()}, {e.verdict}" for c, e in pairs)
         glue(f"claim-{claim}", text or "no registered rate recorded")
+        if claim not in evidence.NOT_TESTABLE:  # the halves, as glue_claim gives them
+            glue(f"parts-{claim}", evidence.parts_line(evidence.part_items(
+                [(c, e, e.verdict) for c, e in pairs])) if pairs else "no registered rate recorded")
         glue_status(claim, status)
         glue(f"{key}-status", status)
     glue(f"{key}-evidence", evidence_table(pairs))
