@@ -76,31 +76,30 @@ def _log10_stream_growth_above_first_layer(rec) -> float:
     return math.log10(var[-1] / var[2])
 
 
-def _steps_to_learned(rec) -> float:
-    """Time to target: the first evaluation step at which the held-out loss reaches the outcome
-    rule's learned line, F + ¾(C − F) (:func:`tfx.runs.outcome.learned_level`). A run that never
-    reaches it within its budget is **censored** at the budget (its last step): it counts as
-    reaching it then, which understates how slow it is, so an effect of this measure is a
-    lower bound on the gap; :func:`reached` gives the share that got there."""
+def _learned_step(rec):
+    """The first evaluation step at which the held-out loss reaches the outcome rule's learned
+    line, F + ¾(C − F) (:func:`tfx.runs.outcome.learned_level`); None if it never does."""
     from ..runs.outcome import learned_level
     from ..runs.sweep import first_step_below
 
     h = rec.history
-    step = first_step_below(h.eval_step, h.eval_loss, learned_level(h.chance_loss, h.floor_loss))
+    return first_step_below(h.eval_step, h.eval_loss, learned_level(h.chance_loss, h.floor_loss))
+
+
+def _steps_to_learned(rec) -> float:
+    """Time to target: :func:`_learned_step`. A run that never reaches the line within its
+    budget is **censored** at the budget (its last step): it counts as reaching it then, which
+    understates how slow it is, so an effect of this measure is a lower bound on the gap;
+    :func:`reached` gives the share that got there."""
+    step = _learned_step(rec)
     return float(step if step is not None else rec.train_config.steps)
 
 
 def reached(runs) -> tuple[int, int]:
     """(runs that reached the learned line within their budget, runs): the uncensored share of
     :func:`_steps_to_learned`."""
-    from ..runs.outcome import learned_level
-    from ..runs.sweep import first_step_below
-
     runs = list(runs)
-    hit = sum(first_step_below(r.history.eval_step, r.history.eval_loss,
-                               learned_level(r.history.chance_loss, r.history.floor_loss)) is not None
-              for r in runs)
-    return hit, len(runs)
+    return sum(_learned_step(r) is not None for r in runs), len(runs)
 
 
 def _mean_held_out(rec) -> float:
