@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import lzma
 
 import pytest
 
@@ -11,7 +12,7 @@ from tfx.runs.experiment import Experiment
 ROOT = shipped.checkout_root()
 
 
-def test_ship_copies_experiments_and_gzips_book_and_full_results(tmp_path):
+def test_ship_copies_experiments_and_book_and_full_results_compressed(tmp_path):
     src = tmp_path / "src"
     (src / "experiments").mkdir(parents=True)
     (src / "results").mkdir()
@@ -19,11 +20,15 @@ def test_ship_copies_experiments_and_gzips_book_and_full_results(tmp_path):
     (src / "results" / "a.book.jsonl").write_text('{"x": 1}\n')
     (src / "results" / "a.full.shard-0-of-2.jsonl").write_text('{"x": 2}\n')
     (src / "results" / "a.quick.jsonl").write_text('{"x": 3}\n')  # made by the tests: not shipped
+    sealed = src / "results" / "a.book.20261128T1030Z-0123abcd.jsonl.xz"
+    sealed.write_bytes(lzma.compress(b'{"x": 4}\n'))
     written = shipped.ship(src, tmp_path / "one")
-    assert sorted(written) == ["experiments/a.toml", "results/a.book.jsonl.gz", "results/a.full.shard-0-of-2.jsonl.gz"]
-    assert gzip.decompress((tmp_path / "one/results/a.book.jsonl.gz").read_bytes()) == b'{"x": 1}\n'
+    assert sorted(written) == ["experiments/a.toml", "results/a.book.20261128T1030Z-0123abcd.jsonl.xz",
+                               "results/a.book.open.jsonl.gz", "results/a.full.shard-0-of-2.open.jsonl.gz"]
+    assert gzip.decompress((tmp_path / "one/results/a.book.open.jsonl.gz").read_bytes()) == b'{"x": 1}\n'
+    assert (tmp_path / "one/results" / sealed.name).read_bytes() == sealed.read_bytes()  # as it is
     shipped.ship(src, tmp_path / "two")  # deterministic: the same bytes again
-    for name in ("a.book.jsonl.gz", "SHA256SUMS"):
+    for name in ("a.book.open.jsonl.gz", "SHA256SUMS"):
         assert (tmp_path / "one/results" / name).read_bytes() == (tmp_path / "two/results" / name).read_bytes()
 
 
@@ -45,19 +50,19 @@ def test_an_install_reads_the_shipped_experiments_and_results(installed, tmp_pat
     exp = Experiment.load("warmup")
     assert exp.path == str(installed / "experiments" / "warmup.toml")
     recs = results.load("warmup", "book")
-    assert recs and recs == results.read(ROOT / "results" / "warmup.book.jsonl")
+    assert recs and recs == results.read(results.files_for(ROOT / "results", "warmup", "book"))
     assert sweep.load_or_run("warmup", "book") == recs  # read, not run
 
 
 def test_a_local_results_folder_wins_over_the_shipped_one(installed, tmp_path):
     (tmp_path / "results").mkdir()
-    one = (ROOT / "results" / "warmup.book.jsonl").read_text().splitlines()[0]
+    one = next(results.lines(results.files_for(ROOT / "results", "warmup", "book")[0]))[1].strip()
     (tmp_path / "results" / "warmup.book.jsonl").write_text(one + "\n")
     assert len(results.load("warmup", "book")) == 1
 
 
 def test_a_damaged_shipped_file_is_named(installed):
-    f = installed / "results" / "warmup.book.jsonl.gz"
+    f = shipped.shipped_results("warmup", "book")[0]
     f.write_bytes(f.read_bytes()[:-10])
     with pytest.raises(shipped.ShippedDataError, match=str(f)):
         results.load("warmup", "book")

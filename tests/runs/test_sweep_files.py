@@ -110,7 +110,8 @@ def test_kill_9_mid_sweep_then_rerun_equals_an_uninterrupted_sweep(tmp_path, lef
         assert "resumed from its checkpoint" not in rerun.stderr
 
     clean = sweep.run_experiment(exp, "quick", tmp_path / "clean", progress=False)
-    resumed = results.read(out)
+    assert not out.exists()  # every run recorded: the open batch was sealed
+    resumed = results.read(results.files_for(killed, "tiny", "quick"))
     assert [r.label for r in resumed] == ["a", "b", "c"]
     assert [_comparable(r) for r in resumed] == [_comparable(r) for r in clean]
     assert all(r.history.steps_done == 200 for r in resumed)
@@ -120,7 +121,9 @@ def test_rerun_skips_recorded_runs_and_records_hold_everything(tmp_path):
     exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 5"))
     first = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
     again = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
-    lines = (tmp_path / "r" / "tiny.quick.jsonl").read_text().splitlines()
+    files = results.files_for(tmp_path / "r", "tiny", "quick")
+    assert [f.name.endswith(results.SEALED) for f in files] == [True]  # one batch, sealed; nothing new
+    lines = [line for _, line in results.lines(files[0])]
     assert len(lines) == 3  # the rerun recorded nothing new
     assert [_comparable(r) for r in again] == [_comparable(r) for r in first]
     d = json.loads(lines[0])
@@ -135,7 +138,7 @@ def test_rerun_skips_recorded_runs_and_records_hold_everything(tmp_path):
 
 def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
     exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 3"))
-    recs = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
+    recs = sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False, seal=False)
     f = tmp_path / "r" / "tiny.quick.jsonl"
     whole = f.read_text()
     f.write_text(whole + whole.splitlines()[1][:100])  # a half-written line at the end
@@ -147,7 +150,7 @@ def test_torn_last_line_is_skipped_with_a_warning(tmp_path):
 @pytest.mark.parametrize("damage", ["drop config", "history not a dict", "unknown placement"])
 def test_a_whole_line_that_is_not_a_record_raises_naming_file_and_line(tmp_path, damage):
     exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 3"))
-    sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False)
+    sweep.run_experiment(exp_path, "quick", tmp_path / "r", progress=False, seal=False)
     f = tmp_path / "r" / "tiny.quick.jsonl"
     lines = f.read_text().splitlines()
     d = json.loads(lines[1])
@@ -165,8 +168,8 @@ def test_a_whole_line_that_is_not_a_record_raises_naming_file_and_line(tmp_path,
 
 def test_shards_partition_the_runs_and_merge_back(tmp_path):
     exp_path = _write(tmp_path, TINY.replace("steps = 200", "steps = 4"))
-    whole = sweep.run_experiment(exp_path, "quick", tmp_path / "whole", progress=False)
-    parts = [sweep.run_experiment(exp_path, "quick", tmp_path / "sh", shard=f"{i}/2", progress=False)
+    whole = sweep.run_experiment(exp_path, "quick", tmp_path / "whole", progress=False, seal=False)
+    parts = [sweep.run_experiment(exp_path, "quick", tmp_path / "sh", shard=f"{i}/2", progress=False, seal=False)
              for i in range(2)]
     assert [r.label for r in parts[0]] == ["a", "c"] and [r.label for r in parts[1]] == ["b"]
     files = results.files_for(tmp_path / "sh", "tiny", "quick")
@@ -279,7 +282,7 @@ def test_two_sweeps_started_together_into_one_folder_both_finish_with_the_record
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err
-    lines = (both / "tiny.quick.jsonl").read_text().splitlines()
+    lines = [line for f in results.files_for(both, "tiny", "quick") for _, line in results.lines(f)]
     assert len(lines) == 3, "each run recorded once"
     assert any("recorded by another sweep" in err or "another sweep is training it" in err for _, err in outs)
     one = tmp_path / "one"

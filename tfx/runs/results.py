@@ -1,19 +1,31 @@
-"""Where finished runs go and how they come back: one JSON line per run in ``results/*.jsonl``.
+"""Where finished runs go and how they come back: one JSON line per run, in ``results/``.
 
     recs = tfx.runs.results.load("warmup", P)      # every run of experiments/warmup.toml in P's profile
     tfx.runs.sweep.summary(recs)                   # the in-process helpers read these Records too
 
-A line is appended in one ``write`` to a file opened with ``O_APPEND`` (under an exclusive
-lock, then fsync), so concurrent writers never interleave and a killed sweep leaves whole
-lines; the reader still skips, with a warning, a last line that does not parse. Shards
-of one sweep write their own files (``NAME.PROFILE.shard-I-of-N.jsonl``); the reader merges
-them and keeps one record per run (the newest, when a run was recorded by two code versions).
+Two kinds of file, read alike (:func:`files_for` finds both, :func:`read` merges them):
+
+* the **open batch** ``NAME.PROFILE.jsonl`` (``NAME.PROFILE.shard-I-of-N.jsonl`` for shard I
+  of N), where a running sweep appends. A line is appended in one ``write`` to a file opened
+  with ``O_APPEND`` (under an exclusive lock, then fsync), so concurrent writers never
+  interleave and a killed sweep leaves whole lines; the reader skips, with a warning, a last
+  line that does not parse.
+* **sealed batches** ``NAME.PROFILE.STAMP.jsonl.xz``: an open batch compressed once
+  (:func:`seal`, which a sweep calls when it has recorded all its runs) and never written
+  again. xz (the standard library's ``lzma``) keeps JSON lines at about a quarter of their
+  size; a new batch is a new file, so a commit of new records adds files and rewrites none.
+
+The reader keeps one record per run (the newest, when a run was recorded twice). A record
+keeps the code version it was made with; :mod:`tfx.runs.lineage` says which older versions
+were proven to give the same numbers.
 """
 from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import json
+import lzma
 import math
 import os
 import warnings
@@ -115,20 +127,47 @@ def default_dir() -> Path:
     return root / "results" if root else Path.cwd() / "results"
 
 
+SEALED = ".jsonl.xz"  # a sealed batch's suffix
+
+
 def path_for(results_dir, experiment: str, profile: str, shard: tuple[int, int] | None = None) -> Path:
-    """``DIR/NAME.PROFILE.jsonl``, or ``DIR/NAME.PROFILE.shard-I-of-N.jsonl`` for shard I of N."""
+    """The open batch a sweep appends to: ``DIR/NAME.PROFILE.jsonl``, or
+    ``DIR/NAME.PROFILE.shard-I-of-N.jsonl`` for shard I of N."""
     tail = "" if shard is None or shard[1] == 1 else f".shard-{shard[0]}-of-{shard[1]}"
     return Path(results_dir) / f"{experiment}.{profile}{tail}.jsonl"
 
 
 def files_for(results_dir, experiment: str, profile: str) -> list[Path]:
-    """Every results file of ``experiment`` in ``profile``: the unsharded one and all shards."""
+    """Every results file of ``experiment`` in ``profile``: its sealed batches and its open
+    ones (the unsharded file and all shards)."""
     d = Path(results_dir)
-    return sorted({*d.glob(f"{experiment}.{profile}.jsonl"), *d.glob(f"{experiment}.{profile}.shard-*-of-*.jsonl")})
+    return sorted({*d.glob(f"{experiment}.{profile}.jsonl"), *d.glob(f"{experiment}.{profile}.shard-*-of-*.jsonl"),
+                   *d.glob(f"{experiment}.{profile}.*{SEALED}")})
+
+
+def lines(path):
+    """``(line number, text)`` of every non-empty line of a results file: an open batch
+    (``.jsonl``), a sealed one (``.jsonl.xz``) or a shipped copy (``.jsonl.gz``). A sealed
+    file that does not decompress raises :class:`RecordError` naming it (it was written whole,
+    so it was damaged since: restore it from git, or set it aside and rerun the sweep)."""
+    path = Path(path)
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    yield n, line
+    except (lzma.LZMAError, EOFError, gzip.BadGzipFile) as e:
+        raise RecordError(f"{path}: a damaged compressed results file ({type(e).__name__}: {e}); restore it "
+                          "(git checkout) or move it aside and rerun the sweep: nothing was read from it") from e
 
 
 def append(path, record) -> None:
-    """Append ``record`` (a Record or its dict) to ``path`` as one JSON line, atomically."""
+    """Append ``record`` (a Record or its dict) to the open batch ``path`` as one JSON line,
+    atomically."""
+    if str(path).endswith(SEALED):
+        raise ValueError(f"path={str(path)!r}: a sealed batch is never written again; append to an open "
+                         "batch (results.path_for)")
     d = record.to_dict() if isinstance(record, Record) else record
     line = (json.dumps(d, separators=(",", ":")) + "\n").encode("utf-8")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -137,8 +176,11 @@ def append(path, record) -> None:
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # other processes appending to the same file wait
-                if os.fstat(fd).st_ino != os.stat(path).st_ino:
-                    continue  # rewritten (:func:`rewrite`) while we waited: append to the new file
+                try:
+                    if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                        continue  # rewritten (:func:`rewrite`) while we waited: append to the new file
+                except FileNotFoundError:
+                    continue  # sealed (:func:`seal`) while we waited: start a new open batch
             written = os.write(fd, line)  # one write: a kill leaves the whole line or none of it
             if written != len(line):
                 raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
@@ -148,12 +190,78 @@ def append(path, record) -> None:
             os.close(fd)  # closing releases the lock
 
 
+def sealed_name(path, data: bytes) -> Path:
+    """Where :func:`seal` puts open batch ``path`` holding ``data``:
+    ``NAME.PROFILE[.shard-I-of-N].STAMP.jsonl.xz``, STAMP the newest record's finish time and
+    the content's hash (the same records give the same name)."""
+    path = Path(path)
+    newest = max((json.loads(x).get("finished_at", "") for x in data.decode("utf-8").splitlines() if _whole(x)),
+                 default="")
+    when = "".join(ch for ch in newest[:16] if ch.isalnum()) or "undated"  # 2026-11-28T10:30 → 20261128T1030
+    stem = path.name[: -len(".jsonl")]
+    return path.with_name(f"{stem}.{when}Z-{hashlib.sha256(data).hexdigest()[:8]}{SEALED}")
+
+
+def seal(path) -> Path | None:
+    """Compress the open batch ``path`` into a sealed one (:func:`sealed_name`) and remove it,
+    under the lock :func:`append` takes: an append waiting meanwhile starts a new open batch.
+    The sealed file is written to a temporary name, read back and compared with the batch
+    before it takes its name and the batch is removed, so a kill loses nothing. Returns the
+    sealed file, or None (nothing to seal: the batch is absent or empty, or its last line is
+    torn, which is left for a person to look at, with a warning)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDWR)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        data = path.read_bytes()
+        if not data.strip():
+            path.unlink()
+            return None
+        if not all(_whole(x) for x in data.decode("utf-8").splitlines() if x.strip()):
+            warnings.warn(f"{path}: a line is not whole JSON (a torn write?): left open, not sealed")
+            return None
+        target = sealed_name(path, data)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(lzma.compress(data, preset=9))
+        if lzma.decompress(tmp.read_bytes()) != data:
+            tmp.unlink()
+            raise OSError(f"{tmp}: the sealed copy of {path} does not read back equal; {path} is kept")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+        path.unlink()
+        return target
+    finally:
+        os.close(fd)
+
+
+def seal_all(results_dir, experiment: str, profile: str) -> list[Path]:
+    """Seal every open batch of ``experiment`` in ``profile`` (:func:`seal`); returns the new files."""
+    d = Path(results_dir)
+    opened = sorted({*d.glob(f"{experiment}.{profile}.jsonl"), *d.glob(f"{experiment}.{profile}.shard-*-of-*.jsonl")})
+    return [s for s in map(seal, opened) if s is not None]
+
+
+def _whole(line: str) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
 def rewrite(path, change) -> int:
     """Replace each record dict ``d`` of ``path`` by ``change(d)`` (the same dict when it
     returns None), under the lock :func:`append` takes, through a temporary file renamed over
     the old one: a kill leaves the old file or the new one, and an append waiting meanwhile
     goes to the new file. Torn lines are kept as they are. Returns how many lines changed."""
     path = Path(path)
+    if path.name.endswith(SEALED):
+        raise ValueError(f"path={str(path)!r}: a sealed batch is never rewritten (a record is judged anew "
+                         "when read, and its lineage lives in tfx.runs.lineage)")
     fd = os.open(path, os.O_RDWR)
     try:
         if fcntl is not None:
@@ -186,7 +294,10 @@ def rejudge_file(path) -> int:
     """Store in every record of ``path`` the outcome the current rule gives it (status and
     reason, top level and in the history), through :func:`rewrite`: a record read is judged
     anew anyway (:meth:`Record.from_dict`), and this keeps the file saying the same. Returns
-    how many records changed."""
+    how many records changed; a sealed batch is left as it is (0)."""
+    if Path(path).name.endswith(SEALED):
+        return 0
+
     def change(d):
         rec = Record.from_dict(d)
         h = d.get("history", {})
@@ -199,7 +310,7 @@ def rejudge_file(path) -> int:
 
 
 def read(paths, dedupe: bool = True) -> list[Record]:
-    """Records from one or more JSON-lines files, merged, sorted by their place in the
+    """Records from one or more results files (open or sealed batches), merged, sorted by their place in the
     experiment. ``dedupe``: one record per run (``run_id``), the most recently finished.
     A line that is not whole JSON (a torn last line) is skipped with a warning naming the file
     and line; a whole JSON line that does not validate as a record raises :class:`RecordError`
@@ -207,20 +318,17 @@ def read(paths, dedupe: bool = True) -> list[Record]:
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     recs = []
     for p in paths:
-        with (gzip.open if str(p).endswith(".gz") else open)(p, "rt", encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    d = json.loads(line)
-                except json.JSONDecodeError as e:  # torn: a write cut off by a kill
-                    warnings.warn(f"{p}:{n}: skipping a line that is not whole JSON (a torn write? {e.msg})")
-                    continue
-                try:
-                    recs.append(Record.from_dict(d))
-                except (KeyError, TypeError, ValueError, AttributeError) as e:
-                    raise RecordError(f"{p}:{n}: a whole JSON line that is not a valid record "
-                                      f"({type(e).__name__}: {e}); fix or move the file, nothing was read from it") from e
+        for n, line in lines(p):
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as e:  # torn: a write cut off by a kill
+                warnings.warn(f"{p}:{n}: skipping a line that is not whole JSON (a torn write? {e.msg})")
+                continue
+            try:
+                recs.append(Record.from_dict(d))
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise RecordError(f"{p}:{n}: a whole JSON line that is not a valid record "
+                                  f"({type(e).__name__}: {e}); fix or move the file, nothing was read from it") from e
     if dedupe:
         newest: dict = {}
         for r in recs:

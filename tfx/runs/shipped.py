@@ -3,9 +3,10 @@ and the recorded results the chapters read.
 
 A checkout has ``experiments/`` and ``results/`` at its top, and they win: a sweep recorded
 there shows up at once. A wheel (``pip install "tfx-book @ git+…"``) has no checkout, so its
-build copies ``experiments/*.toml`` into ``tfx/shipped/experiments/`` and gzips the recorded
-``results/NAME.{book,full}*.jsonl`` into ``tfx/shipped/results/``, with a ``SHA256SUMS`` that
-:func:`shipped_results` checks before a chapter reads a byte (``setup.py`` calls :func:`ship`).
+build copies ``experiments/*.toml`` into ``tfx/shipped/experiments/`` and the recorded
+``results/NAME.{book,full}*`` into ``tfx/shipped/results/`` (sealed batches as they are, an
+open batch gzipped), with a ``SHA256SUMS`` that :func:`shipped_results`
+checks before a chapter reads a byte (``setup.py`` calls :func:`ship`).
 
 Standard library only: the build runs this file without torch.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1]  # the tfx package
 SHIPPED = PACKAGE / "shipped"
 SHIPPED_PROFILES = ("book", "full")  # quick records are made by the tests, never shipped
+SEALED = ".jsonl.xz"  # tfx.runs.results.SEALED (this file runs without torch, so it cannot import it)
 
 
 class ShippedDataError(RuntimeError):
@@ -50,14 +52,14 @@ def _sums(folder: Path) -> dict:
 
 
 def shipped_results(experiment: str, profile: str) -> list[Path]:
-    """The package's gzipped results files of ``experiment`` in ``profile`` (shards too),
+    """The package's results files of ``experiment`` in ``profile`` (batches and shards),
     each checked against ``SHA256SUMS``; a mismatch raises :class:`ShippedDataError` naming
     the file."""
     folder = SHIPPED / "results"
     if not folder.is_dir():
         return []
-    files = sorted({*folder.glob(f"{experiment}.{profile}.jsonl.gz"),
-                    *folder.glob(f"{experiment}.{profile}.shard-*-of-*.jsonl.gz")})
+    files = sorted({*folder.glob(f"{experiment}.{profile}.*{SEALED}"),
+                    *folder.glob(f"{experiment}.{profile}.*.jsonl.gz")})
     sums = _sums(folder)
     for f in files:
         if sums.get(f.name) != _sha256(f):
@@ -81,13 +83,17 @@ def ship(source_root, dest) -> list[str]:
     res_out = dest / "results"
     res_out.mkdir(parents=True, exist_ok=True)
     lines = []
-    for f in sorted((source_root / "results").glob("*.jsonl")):
+    for f in sorted((source_root / "results").glob("*.jsonl")) + sorted((source_root / "results").glob(f"*{SEALED}")):
         if f.name.split(".")[1] not in SHIPPED_PROFILES:
             continue
-        target = res_out / (f.name + ".gz")
-        with open(f, "rb") as src, open(target, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
-            shutil.copyfileobj(src, gz)
+        if f.name.endswith(SEALED):  # a sealed batch: as it is
+            target = res_out / f.name
+            shutil.copyfile(f, target)
+        else:  # an open batch: gzipped (fast; no time stamp: the same bytes)
+            target = res_out / (f.name[: -len(".jsonl")] + ".open.jsonl.gz")
+            with open(f, "rb") as src, open(target, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+                shutil.copyfileobj(src, gz)
         lines.append(f"{_sha256(target)}  {target.name}")
         written.append(f"results/{target.name}")
     (res_out / "SHA256SUMS").write_text("".join(line + "\n" for line in lines))

@@ -331,13 +331,12 @@ def recorded_line(files, key: str) -> dict | None:
     for f in files:
         if not Path(f).exists():
             continue
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                if needle in line:
-                    try:
-                        return json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
+        for _, line in results.lines(f):
+            if needle in line:
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    continue
     return None
 
 
@@ -378,7 +377,9 @@ def _work(job: dict) -> tuple[dict, str] | None:
     with claim(job["lock"], wait=job.get("wait", False)) as held:
         if not held:
             return None
-        other = recorded_line(job["files"], job["key"])
+        # looked up now, not when planned: another sweep may have sealed its batch meanwhile
+        other = recorded_line(results.files_for(Path(job["out"]).parent, job["experiment"], job["profile"]),
+                              job["key"])
         if other is not None:
             return other, "recorded by another sweep"
         d, how = train_job(job)
@@ -448,7 +449,6 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
         todo.append({"run": run, "index": index, "key": key, "run_id": run_key(exp.name, P.name, task, run),
                      "experiment": exp.name, "profile": P.name, "task": task, "seq_len": P.seq_len,
                      "checkpoint": str(ckpt), "lock": str(ckpt_dir / f"{key}.lock"), "out": str(out),
-                     "files": [str(f) for f in {*results.files_for(results_dir, exp.name, P.name), out}],
                      "threads": threads, "fixture": fixture,
                      "checkpoint_every": 0 if fixture else exp.checkpoint_every(P.name, run.train.steps)})
     return {"experiment": exp.name, "profile": P.name, "task": task, "note": note, "out": out, "shard": (i, n),
@@ -457,7 +457,8 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
 
 def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
                    threads: int = 1, progress: bool = True, fixture: bool = False,
-                   deadline: float | None = None, step_seconds: dict | None = None) -> list[Record]:
+                   deadline: float | None = None, step_seconds: dict | None = None,
+                   seal: bool = True) -> list[Record]:
     """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
     (default: the current one); returns this shard's Records in the experiment's order.
 
@@ -471,6 +472,8 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
     :func:`measure_step_seconds`, per model size): no run starts that is not expected to
     finish before it; the rest wait for the next call. ``fixture``: every run shrunk by
     :func:`fixture_run` (a CPU stand-in for tests, labelled as such in its record).
+    ``seal``: once every run of this shard is recorded, its open batch becomes a sealed one
+    (:func:`tfx.runs.results.seal`); off, it stays open (to inspect or damage it in a test).
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
@@ -553,6 +556,10 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
             "run the same command again to continue")
     if failures:
         raise RuntimeError(f"{len(failures)} run(s) raised and were not recorded: {', '.join(failures)}")
+    if seal and todo and not deferred:  # every run of this shard recorded: its batch is sealed
+        sealed = results.seal(out)
+        if sealed is not None:
+            log(f"sealed the batch: {sealed}")
     return [recorded[k] for k in mine if k in recorded]
 
 
