@@ -1,4 +1,6 @@
 """Shared test settings."""
+import re
+
 import pytest
 import torch
 
@@ -11,3 +13,15 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+_CLAIM_IN_NAME = re.compile(r"(?<![A-Za-z])([A-Z]{2})_(\d+)(?!\d)")
+
+
+def pytest_collection_modifyitems(items):
+    """A claim's tests are named after its id in the underscore form (``test_LN_1_…``, the
+    registry's cases ``test_registered_claim_status[LN_1]``), which ``pytest -k LN_1`` selects;
+    the id as the book writes it is added as a keyword, so ``pytest -k LN-1`` selects them too."""
+    for item in items:
+        for a, n in _CLAIM_IN_NAME.findall(item.name):
+            item.extra_keyword_matches.add(f"{a}-{n}")

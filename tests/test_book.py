@@ -281,6 +281,23 @@ def test_claims_scan_finds_tests_chapters_and_glue(tmp_path, monkeypatch):
     assert "**Test:** none yet" in page.split(f"\n## {other}\n")[1].split("\n## ")[0]
 
 
+def test_claims_scan_lists_the_registry_tests_cases_for_every_registered_claim(tmp_path):
+    """A test parametrised over the evidence registry (test_registered_claim_… one case per
+    claim, test_registered_comparison_… one per comparison) counts as a test of every claim
+    the registry judges, listed by its cases' ids (tfx.book.evidence.case_id)."""
+    from tfx.book import evidence
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_claims.py").write_text(
+        "def test_registered_claim_status(claim):\n    pass\n\n\n"
+        "def test_registered_comparison_verdict(claim, k):\n    pass\n")
+    found = claims.ids_in_tests(tmp_path)
+    assert set(found) == set(evidence.BY_CLAIM)
+    n = len(evidence.BY_CLAIM["AD-3"])
+    assert found["AD-3"] == ["tests/test_claims.py::test_registered_claim_status[AD_3]",
+                             f"tests/test_claims.py::test_registered_comparison_verdict[AD_3-c0…c{n - 1}]"]
+
+
 def test_every_claim_on_the_page_is_measured():
     """The book's claims page: every claim that is not quoted context carries a measurement."""
     assert all(c.measured for c in claims.CLAIMS if not c.context)

@@ -78,6 +78,29 @@ def test_bad_registrations_are_refused_by_name():
         Comparison("WU-1", "-", "x", "a", "b", "c", "higher", measure="accuracy")
     with pytest.raises(ValueError, match="claim='LN-1' has no registered comparison"):
         evidence.evaluate("LN-1")
+    with pytest.raises(ValueError, match="expected='fails'"):  # a verdict's word, or none
+        Comparison("WU-1", "-", "x", "a", "b", "c", "higher", expected="fails")
+
+
+def test_each_half_gets_its_own_status_and_the_cases_are_named_after_the_claim(monkeypatch):
+    """evidence.part_statuses judges each half as evidence.parts writes it (a 'failure' whose runs
+    still improve is *behind at this budget*); the registry tests' case ids spell the claim as the
+    test functions do (test_AD_3_…), so ``pytest -k AD_3`` selects them."""
+    from tfx.book import claims
+
+    items = [("stability", "s1", "reproduces"), ("stability", "s2", "reversed"), ("quality", "q", "not resolved at this scale")]
+    assert claims.part_statuses(items) == {"stability": "mixed", "quality": "not resolved at this scale"}
+    assert claims.part_statuses([("", "a", "reproduces")]) == {"": "reproduces"}
+    recs = _grid(BEST, FLOOR)
+    comps = [Comparison("AD-3", "failure: A ends higher", "x", "warmup", "none", "warm", "higher", {"arch": "A"},
+                        own_rate=True, part="failure"),
+             Comparison("AD-3", "stability: B ends higher", "x", "warmup", "none", "warm", "higher", {"arch": "B"},
+                        own_rate=True, part="stability")]
+    monkeypatch.setitem(evidence.BY_CLAIM, "AD-3", comps)
+    # every run here learned: A's side did not fail, so its 'failure' half is behind at this budget
+    assert evidence.part_statuses("AD-3", load=_load(recs)) == {
+        evidence.BEHIND: "reproduces", "stability": "not resolved at this scale"}
+    assert evidence.case_id("AD-3") == "AD_3" and evidence.case_id("AD-3", 12) == "AD_3-c12"
 
 
 def test_status_and_the_claims_page_line_come_from_the_registered_comparisons(monkeypatch):

@@ -3,7 +3,8 @@
 What a paper says is written here once (``CLAIMS``: id, citation, statement, prediction,
 paraphrased from the papers). Where the book checks it is *found*, never typed:
 
-* **test**: a function ``test_<ID>_…`` (``LN-1`` → ``test_LN_1_…``) in ``tests/test_*.py``;
+* **test**: a function ``test_<ID>_…`` (``LN-1`` → ``test_LN_1_…``) in ``tests/test_*.py``, or
+  the cases of a test parametrised over the evidence registry (``test_registered_claim_…[LN_1]``);
 * **chapter**: a ``book/*.ipynb`` whose prose mentions the id;
 * **measurement**: values the chapters glue (``tfx.book.notebook.glue``), pasted into the page
   from the executed chapter, so the page shows the numbers of the last run. A claim's
@@ -33,6 +34,9 @@ from .notebook import glue, glued_names
 ROOT = checkout_root()  # the repository (book/, tests/ beside tfx/); None for an installed copy
 ID = re.compile(r"\b([A-Z]{2})-(\d+)\b")
 _TEST = re.compile(r"^def (test_([A-Z]{2})_(\d+)_\w*)\(", re.M)
+# a test parametrised over the evidence registry (tfx.book.evidence): one case per registered claim
+# (test_registered_claim_…[WU_1]) or per registered comparison (test_registered_comparison_…[WU_1-c0])
+_REGISTRY_TEST = re.compile(r"^def (test_registered_(claim|comparison)_\w*)\(", re.M)
 _KEY = re.compile(r"\{([\w-]+)(?::([^{}]*))?\}")
 
 
@@ -388,6 +392,20 @@ def status_of_parts(parts) -> str:
     return status_of(part_verdict(v) for v in parts)
 
 
+def _halves(items) -> dict:
+    """``{half: [(says, verdict), …]}`` of ``(half, says, verdict)`` items, halves in first-seen order."""
+    halves: dict = {}
+    for half, says, verdict in items:
+        halves.setdefault(half, []).append((says, part_verdict(verdict)))
+    return halves
+
+
+def part_statuses(items) -> dict:
+    """``{half: status}``: each half of ``items`` (as :func:`parts_line` takes them) judged on its
+    own by :func:`status_of`, the statuses :func:`parts_line` writes."""
+    return {half: status_of(v for _, v in rows) for half, rows in _halves(items).items()}
+
+
 def parts_line(items) -> str:
     """The line that names every part of a claim: ``items`` are ``(half, says, verdict)``
     (``half`` '' where the paper makes one statement). Halves are judged separately, each by
@@ -398,11 +416,8 @@ def parts_line(items) -> str:
     """
     from ..runs.effects import VERDICTS
 
-    halves: dict = {}
-    for half, says, verdict in items:
-        halves.setdefault(half, []).append((says, part_verdict(verdict)))
     out = []
-    for half, rows in halves.items():
+    for half, rows in _halves(items).items():
         verdicts = [v for _, v in rows]
         word = status_of(verdicts)
         detail = f"{verdicts.count(VERDICTS[0])} of {len(rows)} reproduce"
@@ -444,11 +459,24 @@ def chapters(root: Path = ROOT) -> list[Path]:
 
 
 def ids_in_tests(root: Path = ROOT) -> dict:
-    """{claim id: ['tests/test_x.py::test_ID_…', …]} from the test functions' names."""
+    """{claim id: ['tests/test_x.py::test_ID_…', …]} from the test functions' names, and from the
+    tests parametrised over the evidence registry (``test_registered_claim_…``: one case per
+    claim the registry judges, ``name[WU_1]``; ``test_registered_comparison_…``: one per
+    comparison, ``name[WU_1-c0…c6]`` for the claim's seven; :func:`tfx.book.evidence.case_id`)."""
     found: dict = {}
     for f in sorted((root / "tests").glob("test_*.py")):
-        for name, a, n in _TEST.findall(f.read_text(encoding="utf-8")):
-            found.setdefault(f"{a}-{n}", []).append(f"{f.relative_to(root).as_posix()}::{name}")
+        text, path = f.read_text(encoding="utf-8"), f.relative_to(root).as_posix()
+        for name, a, n in _TEST.findall(text):
+            found.setdefault(f"{a}-{n}", []).append(f"{path}::{name}")
+        for name, kind in _REGISTRY_TEST.findall(text):
+            from . import evidence  # it imports this module
+
+            for claim, comps in evidence.BY_CLAIM.items():
+                if kind == "claim":
+                    case = evidence.case_id(claim)
+                else:
+                    case = evidence.case_id(claim, 0) + (f"…c{len(comps) - 1}" if len(comps) > 1 else "")
+                found.setdefault(claim, []).append(f"{path}::{name}[{case}]")
     return found
 
 

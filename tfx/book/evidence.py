@@ -26,6 +26,7 @@ from ..runs import effects, results, sensitivity, traces
 from ..runs.effects import Effect
 from ..runs.outcome import judge
 from .claims import BY_ID, NOT_TESTABLE as NOT_TESTABLE_WORD, glue_status, parts_line, status_of
+from .claims import part_statuses as claim_part_statuses
 from .notebook import glue
 
 
@@ -157,10 +158,16 @@ class Comparison:
     # it reads has stopped falling (tfx.runs.outcome.still_falling); where any is still falling
     # the budget cannot show converged quality and the verdict is 'not testable at this scale'
     converged: bool = False
+    # the verdict (:meth:`verdict`) the committed book-profile records give, declared once here:
+    # tests/test_claims.py recomputes every comparison's verdict from the records and fails,
+    # naming the comparison, where it differs (a re-recorded sweep, a changed rule)
+    expected: str = ""
 
     def __post_init__(self):
         if self.claim not in BY_ID:
             raise ValueError(f"claim={self.claim!r} is not a claim of tfx/book/claims.py")
+        if self.expected and self.expected not in effects.VERDICTS + (NOT_TESTABLE_WORD,):
+            raise ValueError(f"expected={self.expected!r} must be one of {effects.VERDICTS + (NOT_TESTABLE_WORD,)}")
         if self.measure not in MEASURES:
             raise ValueError(f"measure={self.measure!r} must be one of {list(MEASURES)}")
         if self.own_rate and MEASURES[self.measure][1]:
@@ -262,36 +269,40 @@ COMPARISONS = [
     # lowers Post-LN's LR sensitivity more than Pre-LN's and more than Admin's.
     Comparison("WU-1", "at 2+2 layers, Post-LN's final loss is more sensitive to the learning rate without "
                        "warmup than with it", "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
-               {"architecture": "Post-LN", "depth": "2 layers"}, measure="LR sensitivity"),
+               {"architecture": "Post-LN", "depth": "2 layers"}, measure="LR sensitivity", expected="reproduces"),
     Comparison("WU-1", "at 2+2 layers, warmup lowers Post-LN's LR sensitivity more than Pre-LN's",
                "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
                {"architecture": "Post-LN", "depth": "2 layers"}, measure="LR sensitivity",
-               contrast={"architecture": "Pre-LN"}),
+               contrast={"architecture": "Pre-LN"}, expected="not resolved at this scale"),
     Comparison("WU-1", "at 2+2 layers, warmup lowers Post-LN's LR sensitivity more than Admin's",
                "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
                {"architecture": "Post-LN", "depth": "2 layers"}, measure="LR sensitivity",
-               contrast={"architecture": "Admin"}),
+               contrast={"architecture": "Admin"}, expected="not resolved at this scale"),
     Comparison("WU-1", "at 6+6 layers, Post-LN at its best rate ends higher without warmup than with it",
                "lr-sensitivity", "warmup", "no warmup", "warmup", "higher",
-               {"architecture": "Post-LN", "depth": "6 layers"}, own_rate=True),
+               {"architecture": "Post-LN", "depth": "6 layers"}, own_rate=True,
+               expected="not resolved at this scale"),
     Comparison("WU-1", "at 6+6 layers and lr 1e-3, Post-LN ends higher without warmup than with the longest",
-               "warmup-axis-low", "warmup", "none", "very long", "higher", {"architecture": "Post-LN"}),
+               "warmup-axis-low", "warmup", "none", "very long", "higher", {"architecture": "Post-LN"},
+               expected="reproduces"),
     Comparison("WU-1", "on De→En translation, Post-LN at its best rate ends higher without warmup than with it",
-               "translation", "warmup", "none", "warmup", "higher", {"architecture": "Post-LN"}, own_rate=True),
+               "translation", "warmup", "none", "warmup", "higher", {"architecture": "Post-LN"}, own_rate=True,
+               expected="reproduces"),
     Comparison("WU-1", "on De→En translation, warmup lowers Post-LN's loss at its best rate more than Pre-LN's",
                "translation", "warmup", "none", "warmup", "higher", {"architecture": "Post-LN"}, own_rate=True,
-               contrast={"architecture": "Pre-LN"}),
+               contrast={"architecture": "Pre-LN"}, expected="reproduces"),
     # WU-2, Xiong et al. §4: Pre-LN trains without warmup, and faster (chapter 11). At a fixed budget
     # "faster" is a lower loss at the end; the control gives Pre-LN the warmup Post-LN gets (80 of
     # 200 steps), so that the warmup's cost in steps is not credited to the architecture.
     Comparison("WU-2", "Pre-LN without warmup gets lower sooner (held-out loss averaged over the run) than "
                        "Post-LN with warmup", "warmup-fixes", "fix", "Pre-LN, Adam", "Post-LN, Adam, warmup",
-               "lower", measure="mean held-out loss"),
+               "lower", measure="mean held-out loss", expected="reproduces"),
     Comparison("WU-2", "Pre-LN without warmup gets lower sooner than Pre-LN with the same warmup (the "
                        "architecture's share, not the warmup's)", "warmup-fixes", "fix", "Pre-LN, Adam",
-               "Pre-LN, Adam, warmup", "lower", measure="mean held-out loss"),
+               "Pre-LN, Adam, warmup", "lower", measure="mean held-out loss", expected="not resolved at this scale"),
     Comparison("WU-2", "Pre-LN without warmup ends lower after 200 steps than Pre-LN with Post-LN's longest "
-                       "warmup", "warmup-fixes", "fix", "Pre-LN, Adam", "Pre-LN, Adam, warmup", "lower"),
+                       "warmup", "warmup-fixes", "fix", "Pre-LN, Adam", "Pre-LN, Adam, warmup", "lower",
+                       expected="not resolved at this scale"),
     # AD-3, Liu et al. Table 2 and Figs. 1, 9, 10 (chapter 12), in three halves.
     # Stability (Fig. 10, without warmup): Post-LN's final loss more sensitive to the learning rate,
     # read where Post-LN learns at some rate (2+2 layers; at 6+6 it learns at none, and a curve
@@ -299,178 +310,200 @@ COMPARISONS = [
     # stability map's own axes (learning rate at each β2).
     Comparison("AD-3", "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the "
                        "learning rate than Pre-LN's", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN",
-               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity", part="stability"),
+               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity", part="stability",
+               expected="reproduces"),
     Comparison("AD-3", "stability: at 2+2 layers without warmup, Post-LN's final loss is more sensitive to the "
                        "learning rate than Admin's", "lr-sensitivity", "architecture", "Post-LN", "Admin",
-               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity", part="stability"),
+               "higher", {"warmup": "no warmup", "depth": "2 layers"}, measure="LR sensitivity", part="stability",
+               expected="not resolved at this scale"),
     *(Comparison("AD-3", f"stability map, β2 {b2}: Post-LN's final loss is more sensitive to the learning rate "
                          f"than {ref}'s", "stability-map", "architecture", "Post-LN", ref, "higher",
-                 {"beta2": f"β2={b2}"}, measure="LR sensitivity", part="stability")
-      for b2 in ("0.95", "0.999") for ref in ("Pre-LN", "Admin")),
+                 {"beta2": f"β2={b2}"}, measure="LR sensitivity", part="stability", expected=expected)
+      for b2 in ("0.95", "0.999")
+      for ref, expected in (("Pre-LN", "not resolved at this scale"), ("Admin", "reversed"))),
     # Failure (Table 2, with warmup): deep Post-LN ends higher than Pre-LN and Admin, each at its own
     # best rate, and the gap is a depth effect (6+6 minus 2+2); the depth sweep at one rate.
     Comparison("AD-3", "failure: at 6+6 layers with warmup, Post-LN at its best rate ends higher than Pre-LN at "
                        "its own", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure"),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure", expected="reproduces"),
     Comparison("AD-3", "failure: at 6+6 layers with warmup, Post-LN at its best rate ends higher than Admin at "
                        "its own", "lr-sensitivity", "architecture", "Post-LN", "Admin", "higher",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure"),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="failure", expected="reproduces"),
     # time to target: how many steps each takes to reach the learned line (censored at the budget)
     *(Comparison("AD-3", f"failure: at 6+6 layers with warmup, Post-LN at its best rate takes more steps to the "
                          f"learned line than {ref} at its own", "lr-sensitivity", "architecture", "Post-LN", ref,
                  "higher", {"warmup": "warmup", "depth": "6 layers"}, measure="steps to the learned line",
-                 own_rate=True, part="failure") for ref in ("Pre-LN", "Admin")),
+                 own_rate=True, part="failure", expected="reproduces") for ref in ("Pre-LN", "Admin")),
     Comparison("AD-3", "failure: with warmup, Post-LN's gap to Pre-LN (each at its best rate) grows from 2+2 to "
                        "6+6 layers", "lr-sensitivity", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}, part="failure"),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}, part="failure",
+               expected="reproduces"),
     Comparison("AD-3", "failure: in the depth sweep (with warmup, one rate), Post-LN ends higher than Pre-LN at "
-                       "6+6 layers", "depth", "architecture", "Post-LN", "Pre-LN", "higher", {"depth": "6 layers"}, part="failure"),
+                       "6+6 layers", "depth", "architecture", "Post-LN", "Pre-LN", "higher", {"depth": "6 layers"}, part="failure",
+               expected="reproduces"),
     Comparison("AD-3", "failure: in the depth sweep (with warmup, one rate), Post-LN ends higher than Admin at "
-                       "6+6 layers", "depth", "architecture", "Post-LN", "Admin", "higher", {"depth": "6 layers"}, part="failure"),
+                       "6+6 layers", "depth", "architecture", "Post-LN", "Admin", "higher", {"depth": "6 layers"}, part="failure",
+               expected="reproduces"),
     # the warmup axis at the lower peak rate 1e-3 (Post-LN's best at 6+6): a rate too high, or any warmup?
     Comparison("AD-3", "failure: at 6+6 layers and lr 1e-3, Post-LN with the longest warmup ends higher than "
                        "Pre-LN with it", "warmup-axis-low", "architecture", "Post-LN", "Pre-LN", "higher",
-               {"warmup": "very long"}, part="failure"),
+               {"warmup": "very long"}, part="failure", expected="reproduces"),
     # three times longer (1,200 steps), each at its best of two rates: slow, or failed?
     Comparison("AD-3", "failure: at 6+6 layers with warmup, trained three times longer, Post-LN at its best rate "
                        "ends higher than Pre-LN at its own", "long-runs", "architecture", "Post-LN", "Pre-LN",
-               "higher", {"warmup": "warmup"}, own_rate=True, part="failure"),
+               "higher", {"warmup": "warmup"}, own_rate=True, part="failure", expected="reproduces"),
     # depth, or depth for its width? The same 6+6 recipe at width 128 (experiments/width.toml): if the
     # failure were the depth-to-width ratio's, doubling the width would close the gap
     *(Comparison("AD-3", f"failure: at 6+6 layers with warmup and width 128, Post-LN at its best rate ends "
                          f"higher than {ref} at its own", "width", "architecture", "Post-LN", ref, "higher",
-                 {"width": "d 128"}, own_rate=True, part="failure") for ref in ("Pre-LN", "Admin")),
+                 {"width": "d 128"}, own_rate=True, part="failure", expected="reproduces") for ref in ("Pre-LN", "Admin")),
     # Quality (Table 2: Admin ends better than Pre-LN). Liu et al. find the methods alike on shallow
     # models and Admin as fast as Pre-LN early in training; our runs are that regime, so the verdict
     # is reported as measured and the chapter says where the paper expects a gap.
     Comparison("AD-3", "quality: at 6+6 layers with warmup, Admin at its best rate ends lower than Pre-LN at its "
                        "own", "lr-sensitivity", "architecture", "Admin", "Pre-LN", "lower",
-               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="quality", converged=True),
+               {"warmup": "warmup", "depth": "6 layers"}, own_rate=True, part="quality", converged=True,
+               expected="not testable at this scale"),
     Comparison("AD-3", "quality: on De→En translation with warmup, Admin at its best rate ends lower than Pre-LN "
                        "at its own", "translation", "architecture", "Admin", "Pre-LN", "lower",
-               {"warmup": "warmup"}, own_rate=True, part="quality", converged=True),
+               {"warmup": "warmup"}, own_rate=True, part="quality", converged=True,
+               expected="not testable at this scale"),
     # GV-2, Liu et al. Table 1: removing the decoder's vanishing gradient (a Pre-LN decoder) alone does
     # not make deep Post-LN train like Pre-LN (chapter 12; experiments/depth.toml, with warmup)
     Comparison("GV-2", "at 6+6 layers with warmup, a Post-LN encoder with a Pre-LN decoder ends higher than "
                        "Pre-LN", "depth", "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN", "higher",
-               {"depth": "6 layers"}),
+               {"depth": "6 layers"}, expected="reproduces"),
     Comparison("GV-2", "with warmup, the hybrid's gap to Pre-LN grows from 2+2 to 6+6 layers", "depth",
                "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN", "higher", {"depth": "6 layers"},
-               contrast={"depth": "2 layers"}),
+               contrast={"depth": "2 layers"}, expected="reproduces"),
     # ---- end of chapters 11 and 12 ---------------------------------------------------------------
 ]
 # --- chapters 13-15: the decoder-only LM, logits that grow, norms after 2020 (the book's extension)
 COMPARISONS += [
     # LM-1: the seeds' story on a decoder-only LM: Post-LN needs warmup where Pre-LN does not
     Comparison("LM-1", "Post-LN at its best rate ends higher without warmup than with it", "lm", "warmup",
-               "none", "warmup", "higher", {"placement": "Post-LN"}, own_rate=True),
+               "none", "warmup", "higher", {"placement": "Post-LN"}, own_rate=True, expected="reproduces"),
     Comparison("LM-1", "warmup lowers Post-LN's loss (each at its best rate) more than Pre-LN's", "lm", "warmup",
                "none", "warmup", "higher", {"placement": "Post-LN"}, own_rate=True,
-               contrast={"placement": "Pre-LN"}),
+               contrast={"placement": "Pre-LN"}, expected="not resolved at this scale"),
     Comparison("LM-1", "without warmup, Post-LN at its best rate ends higher than Pre-LN at its own", "lm",
-               "placement", "Post-LN", "Pre-LN", "higher", {"warmup": "none"}, own_rate=True),
+               "placement", "Post-LN", "Pre-LN", "higher", {"warmup": "none"}, own_rate=True, expected="reproduces"),
     # LG-1 (Wortsman et al. §3.1.1): without QK-norm the largest attention logit grows at high rates
     Comparison("LG-1", "at lr 1e-1, the largest attention logit ends larger without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, measure="log10 largest attention logit", part="logits"),
+               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, measure="log10 largest attention logit", part="logits",
+               expected="reproduces"),
     Comparison("LG-1", "at lr 3e-1, the largest attention logit ends larger without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, measure="log10 largest attention logit", part="logits"),
+               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, measure="log10 largest attention logit", part="logits",
+               expected="reproduces"),
     # LG-1's "training fails" half, read as the held-out loss at the end (the no-fix runs at these
     # rates are still learning when the run ends: slower, not shown to fail)
     Comparison("LG-1", "at lr 1e-1, the held-out loss ends higher without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, part="training"),
+               "no fix", "QK-norm", "higher", {"lr": "1e-1"}, part="training", expected="reproduces"),
     Comparison("LG-1", "at lr 3e-1, the held-out loss ends higher without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, part="training"),
+               "no fix", "QK-norm", "higher", {"lr": "3e-1"}, part="training", expected="reproduces"),
     # LG-2: QK-norm lowers the LR sensitivity
     Comparison("LG-2", "the final loss is more sensitive to the learning rate without QK-norm", "logits", "fix",
-               "no fix", "QK-norm", "higher", measure="LR sensitivity"),
+               "no fix", "QK-norm", "higher", measure="LR sensitivity", expected="reproduces"),
     # ZL-1: without z-loss, log Z drifts from 0 at high rates; the z-loss holds it
     Comparison("ZL-1", "at lr 3e-1, |log Z| ends larger without the z-loss", "logits", "fix", "no fix", "z-loss",
-               "higher", {"lr": "3e-1"}, measure="|log Z|"),
+               "higher", {"lr": "3e-1"}, measure="|log Z|", expected="not resolved at this scale"),
     # RN-1: RMSNorm trains like LayerNorm (each at its best rate, within 0.05 nats)
     Comparison("RN-1", "RMSNorm at its best rate ends within 0.05 nats of LayerNorm at its own", "norms", "norm",
-               "RMSNorm", "LayerNorm", "equal", own_rate=True, margin=0.05),
+               "RMSNorm", "LayerNorm", "equal", own_rate=True, margin=0.05, expected="reproduces"),
     # DY-1: DyT stands in for the norm (within 0.05 nats), at the default α and started smaller
     Comparison("DY-1", "DyT at the default α = 0.5, at its best rate, ends within 0.05 nats of LayerNorm",
-               "norms", "norm", "DyT", "LayerNorm", "equal", own_rate=True, margin=0.05),
+               "norms", "norm", "DyT", "LayerNorm", "equal", own_rate=True, margin=0.05, expected="reversed"),
     Comparison("DY-1", "DyT started at α = 0.02, at its best rate, ends within 0.05 nats of LayerNorm",
-               "norms", "norm", "DyT, α = 0.02", "LayerNorm", "equal", own_rate=True, margin=0.05),
+               "norms", "norm", "DyT, α = 0.02", "LayerNorm", "equal", own_rate=True, margin=0.05,
+               expected="not resolved at this scale"),
     # PL-1: in Pre-LN the stream grows with depth; Peri-LN and the output norm bound it, 1/√ℓ slows it
     Comparison("PL-1", "at lr 1e-2, the stream grows less from bottom to top with Peri-LN than with Pre-LN",
                "placements", "placement", "Peri-LN", "Pre-LN", "lower", {"lr": "1e-2"}, measure="log10 stream growth",
-               part="bottom to top"),
+               part="bottom to top", expected="reproduces"),
     Comparison("PL-1", "at lr 1e-2, the stream grows less with the output norm than with Pre-LN", "placements",
                "placement", "output norm", "Pre-LN", "lower", {"lr": "1e-2"}, measure="log10 stream growth",
-               part="bottom to top"),
+               part="bottom to top", expected="reproduces"),
     Comparison("PL-1", "at lr 1e-2, the stream grows less with 1/√ℓ than without", "placements", "placement",
                "Pre-LN, 1/√ℓ", "Pre-LN", "lower", {"lr": "1e-2"}, measure="log10 stream growth",
-               part="bottom to top"),
+               part="bottom to top", expected="reproduces"),
     # the same growth read above the first layer: most of the bottom-to-top difference is a jump
     # across the first two sub-layers, so the claim (a bound on the growth with depth) is read
     # where depth acts, from the stream entering the second layer to the top
     *(Comparison("PL-1", f"at lr 1e-2, above the first layer, the stream grows less with {name} than with "
                          "Pre-LN", "placements", "placement", variant, "Pre-LN", "lower", {"lr": "1e-2"},
-                 measure="log10 stream growth above the first layer", part="above the first layer")
-      for variant, name in (("Peri-LN", "Peri-LN"), ("output norm", "the output norm"),
-                            ("Pre-LN, 1/√ℓ", "1/√ℓ"))),
+                 measure="log10 stream growth above the first layer", part="above the first layer",
+                 expected=expected)
+      for variant, name, expected in (("Peri-LN", "Peri-LN", "reversed"),
+                                      ("output norm", "the output norm", "reversed"),
+                                      ("Pre-LN, 1/√ℓ", "1/√ℓ", "reproduces"))),
 ]
 # --- chapters 8-10: the fixes by initialisation and by scaling the residual, each scheme at its own
 # best learning rate (their weights differ in scale, so one shared rate is a different step for each)
 COMPARISONS += [
     # TF-2, Huang et al. 2020: with T-Fixup a model with no LayerNorm trains without warmup (chapter 8)
     Comparison("TF-2", "no LayerNorm, no warmup: T-Fixup at its best rate ends lower than Xavier at its own",
-               "t-fixup", "scheme", "T-Fixup", "Xavier, no LN", "lower", own_rate=True),
+               "t-fixup", "scheme", "T-Fixup", "Xavier, no LN", "lower", own_rate=True, expected="reproduces"),
     Comparison("TF-2", "T-Fixup (no LayerNorm, no warmup) at its best rate ends lower than Post-LN without "
-                       "warmup at its own", "t-fixup", "scheme", "T-Fixup", "Post-LN", "lower", own_rate=True),
+                       "warmup at its own", "t-fixup", "scheme", "T-Fixup", "Post-LN", "lower", own_rate=True,
+                       expected="reproduces"),
     Comparison("TF-2", "T-Fixup (no LayerNorm, no warmup) at its best rate ends lower than Post-LN with warmup "
                        "at its own (the paper's baseline)", "t-fixup", "scheme", "T-Fixup", "Post-LN, warmup",
-               "lower", own_rate=True),
+               "lower", own_rate=True, expected="reproduces"),
     # LP-3, Xu et al. 2020 §4: the Lipschitz-constrained initialisation keeps deep v1 (Post-LN) trainable
     # (chapter 9)
     Comparison("LP-3", "v1 without warmup: the Lipschitz initialisation at its best rate ends lower than Xavier "
-                       "at its own", "lipschitz", "init", "Lipschitz", "Xavier", "lower", own_rate=True),
+                       "at its own", "lipschitz", "init", "Lipschitz", "Xavier", "lower", own_rate=True,
+                       expected="reproduces"),
     Comparison("LP-3", "v1: the Lipschitz initialisation without warmup at its best rate ends lower than Xavier "
                        "with warmup at its own", "lipschitz", "init", "Lipschitz", "Xavier, warmup", "lower",
-               own_rate=True),
+               own_rate=True, expected="reproduces"),
     # RZ-1 (training half): ReZero trains deep without warmup (Bachlechner et al.), at a cost in quality
     # against normalised models (Liu et al. §5.3: 1-2 BLEU below Pre-LN and Admin) (chapter 10)
     Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends lower than Post-LN at its own",
-               "schemes", "scheme", "ReZero", "Post-LN", "lower", own_rate=True, part="trains"),
+               "schemes", "scheme", "ReZero", "Post-LN", "lower", own_rate=True, part="trains",
+               expected="reproduces"),
     Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends higher than Pre-LN at its own "
-                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Pre-LN", "higher", own_rate=True, part="cost", converged=True),
+                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Pre-LN", "higher", own_rate=True, part="cost", converged=True,
+                       expected="not testable at this scale"),
     Comparison("RZ-1", "12+12 layers, no warmup: ReZero at its best rate ends higher than Admin at its own "
-                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Admin", "higher", own_rate=True, part="cost", converged=True),
+                       "(Liu et al.'s cost)", "schemes", "scheme", "ReZero", "Admin", "higher", own_rate=True, part="cost", converged=True,
+                       expected="not testable at this scale"),
     # DN-1 (training half), Wang et al. 2022: with DeepNorm's constants deep Post-LN-style models train
     # stably (chapter 10)
     Comparison("DN-1", "12+12 layers, no warmup: DeepNorm at its best rate ends lower than Post-LN at its own",
-               "schemes", "scheme", "DeepNorm", "Post-LN", "lower", own_rate=True, part="training"),
+               "schemes", "scheme", "DeepNorm", "Post-LN", "lower", own_rate=True, part="training",
+               expected="reproduces"),
     Comparison("DN-1", "12+12 layers, no warmup: Post-LN's final loss is more sensitive to the learning rate "
                        "than DeepNorm's", "schemes", "scheme", "Post-LN", "DeepNorm", "higher",
-               measure="LR sensitivity", part="training"),
+               measure="LR sensitivity", part="training", expected="reversed"),
     # ------------------------------------------------ the optimiser's share (chapters 18 and 19)
     Comparison("OP-3", "standard parameterisation: the best learning rate at d 128 is lower than at d 32",
                "op-transfer", "width", "d 128", "d 32", "lower", {"parameterization": "standard"},
-               measure="log10 best learning rate"),
+               measure="log10 best learning rate", expected="reproduces"),
     # alike within ±0.25 decades: half the grid's step of half a decade (a factor of 1.8 in η)
     Comparison("OP-3", "μP: the best learning rate at d 128 is within a factor 1.8 of d 32's",
                "op-transfer", "width", "d 128", "d 32", "equal", {"parameterization": "μP"},
-               measure="log10 best learning rate", margin=0.25),
+               measure="log10 best learning rate", margin=0.25, expected="reproduces"),
     # alike within ±0.1 nats of LR sensitivity (the mean excess loss over the grid's six rates)
     Comparison("OP-4", "d 128: μP's LR sensitivity is within 0.1 nats of the standard parameterisation's",
                "op-transfer", "parameterization", "μP", "standard", "equal", {"width": "d 128"},
-               measure="LR sensitivity", margin=0.1),
+               measure="LR sensitivity", margin=0.1, expected="not resolved at this scale"),
     Comparison("OP-4", "about the same size, twice as deep (4 layers, d 32) against wider (2 layers, d 44): "
                        "the deeper model is more sensitive to the learning rate",
-               "op-depth", "shape", "deeper", "wider", "higher", measure="LR sensitivity"),
+               "op-depth", "shape", "deeper", "wider", "higher", measure="LR sensitivity",
+               expected="not resolved at this scale"),
     Comparison("OP-5", "warmup 40 steps is less sensitive to the learning rate than warmup 10",
-               "op-warmup-decay", "recipe", "warmup 40", "warmup 10", "lower", measure="LR sensitivity"),
+               "op-warmup-decay", "recipe", "warmup 40", "warmup 10", "lower", measure="LR sensitivity",
+               expected="reproduces"),
     Comparison("OP-5", "warmup 160 steps is less sensitive to the learning rate than warmup 40",
-               "op-warmup-decay", "recipe", "warmup 160", "warmup 40", "lower", measure="LR sensitivity"),
+               "op-warmup-decay", "recipe", "warmup 160", "warmup 40", "lower", measure="LR sensitivity",
+               expected="not resolved at this scale"),
     Comparison("OP-6", "weight decay independent of the rate is less sensitive to the learning rate than "
                        "coupled decay", "op-warmup-decay", "recipe", "independent decay", "coupled decay",
-               "lower", measure="LR sensitivity"),
+               "lower", measure="LR sensitivity", expected="not resolved at this scale"),
     Comparison("OP-6", "without weight decay |log Z| ends larger than with independent decay (each at its "
                        "own best rate)", "op-warmup-decay", "recipe", "warmup 40", "independent decay",
-               "higher", measure="|log Z|", own_rate=True),
+               "higher", measure="|log Z|", own_rate=True, expected="reproduces"),
 ]
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:
@@ -483,6 +516,47 @@ NOT_TESTABLE: dict = {
             "that moves log Z by a small fraction of a nat, against the drift over tens of thousands "
             "of steps that Wortsman et al. report; the comparison is shown, not judged",
 }
+
+# What the committed book-profile records give each claim the registry judges, declared once here
+# beside its comparisons' ``expected`` verdicts (tests/test_claims.py recomputes both and fails,
+# naming the claim, where the records or the rule say otherwise): the claim's status
+# (:func:`status`) and, for a claim with halves (comparisons with a ``part``), each half's status
+# (:func:`part_statuses`; a 'failure' half whose runs still improve is *behind at this budget*).
+EXPECTED_STATUS: dict = {
+    "WU-1": "reproduces in part",
+    "WU-2": "reproduces in part",
+    "AD-3": "mixed",
+    "GV-2": "reproduces",
+    "LM-1": "reproduces in part",
+    "LG-1": "reproduces",
+    "LG-2": "reproduces",
+    "ZL-1": NOT_TESTABLE_WORD,
+    "RN-1": "reproduces",
+    "DY-1": "does not reproduce",
+    "PL-1": "mixed",
+    "TF-2": "reproduces",
+    "LP-3": "reproduces",
+    "RZ-1": "reproduces in part",
+    "DN-1": "mixed",
+    "OP-3": "reproduces",
+    "OP-4": "not resolved at this scale",
+    "OP-5": "reproduces in part",
+    "OP-6": "reproduces in part",
+}
+EXPECTED_PARTS: dict = {
+    "AD-3": {"stability": "mixed", BEHIND: "reproduces", "quality": NOT_TESTABLE_WORD},
+    "LG-1": {"logits": "reproduces", "training": "reproduces"},
+    "PL-1": {"bottom to top": "reproduces", "above the first layer": "mixed"},
+    "RZ-1": {"trains": "reproduces", "cost": NOT_TESTABLE_WORD},
+    "DN-1": {"training": "mixed"},
+}
+
+
+def case_id(claim: str, k: int | None = None) -> str:
+    """The pytest id of a registry test's case: ``'WU_1'`` for the claim, ``'WU_1-c3'`` for its
+    comparison ``BY_CLAIM['WU-1'][3]``. The claim's id in its underscore form, as in the test
+    functions' names (``test_WU_1_…``), so that ``pytest -k WU_1`` selects both."""
+    return claim.replace("-", "_") + ("" if k is None else f"-c{k}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -532,6 +606,12 @@ def part_items(triples, halves=None) -> list[tuple[str, str, str]]:
     triples = list(triples)
     halves = halves or [c.part for c, _, _ in triples]
     return [(h, c.says.removeprefix(f"{c.part}: "), v) for (c, _, v), h in zip(triples, halves)]
+
+
+def part_statuses(claim: str, profile: str = "book", load=records) -> dict:
+    """``{half: status}``: each of the claim's halves judged on its own, as :func:`parts` writes
+    them (:func:`tfx.book.claims.part_statuses`); ``{'': status}`` for a one-statement claim."""
+    return claim_part_statuses(part_items(verdicts(claim, profile, load), halves(claim, profile, load)))
 
 
 def parts(claim: str, profile: str = "book", load=records) -> str:
