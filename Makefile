@@ -31,7 +31,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check gpu-results \
-        gpu-plan gpu-wheels
+        gpu-plan gpu-wheels page-report
 
 venv: $(STAMP)
 
@@ -83,6 +83,11 @@ book-rendered: $(STAMP)
 	@mkdir -p _build
 	$(BIN)/python scripts/rendered_config.py _build/_config.rendered.yml
 	$(call jupyter_book,--config _build/_config.rendered.yml,book-rendered)
+
+# Every chapter's open-text measures (issue 44) on the built book, against their targets: a
+# report (tools/pagecheck.py; tests/book/test_open_text.py holds the chapters to them).
+page-report: $(STAMP)
+	$(BIN)/python tools/pagecheck.py --open-text
 
 # Every test: unit tests, nbval on every notebook, the browser test over the
 # rendered book. pytest collecting nothing (exit 5) is a failure like any other.

@@ -1,8 +1,15 @@
-"""Shared test settings."""
+"""Shared test settings; and tools/ (the checkout's page linter, tools/pagecheck.py: not part
+of the installed tfx) on the import path, so tests ``import pagecheck``."""
 import re
+import sys
+from pathlib import Path
 
 import pytest
 import torch
+
+TOOLS = str(Path(__file__).resolve().parents[1] / "tools")
+if TOOLS not in sys.path:
+    sys.path.insert(0, TOOLS)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "CONTRIBUTING.md", "Makefile")
-PATH = re.compile(r"(?<![\w./-])((?:tfx|scripts|tests|book|experiments|results|\.ci)/[\w./*{}-]*[\w*}])")
+PATH = re.compile(r"(?<![\w./-])((?:tfx|scripts|tests|tools|book|experiments|results|\.ci)/[\w./*{}-]*[\w*}])")
 MODULE = re.compile(r"(?<![\w.])(tfx(?:\.[A-Za-z_]\w*)+)")
 PLACEHOLDER = re.compile(r"NAME|NN|slug|\{|[A-Z]-of-[A-Z]|-x\b|\bX\b")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tfx.book import page
+import pagecheck as page  # tools/pagecheck.py (tests/conftest.py puts tools/ on the path)
 from tfx.runs import outcome, train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -71,9 +71,9 @@ def _declared() -> set:
     return {n.lower().replace("_", "-") for n in names}
 
 
-@pytest.mark.parametrize("where", ["scripts", "tfx"])
+@pytest.mark.parametrize("where", ["scripts", "tfx", "tools"])
 def test_every_third_party_import_is_declared(where):
-    """A module a script or the library imports comes from a distribution that
+    """A module a script, the library or a tool imports comes from a distribution that
     requirements.txt, constraints.txt or pyproject.toml names (PyYAML for yaml, …)."""
     dists = metadata.packages_distributions()
     declared = _declared()
@@ -116,3 +116,18 @@ def test_the_venv_installs_the_book_toolchain_pins():
     req = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
            if "==" in line and not line.startswith("#")}
     assert not names & req, f"pinned twice: {names & req}"
+
+
+def test_the_page_linter_is_a_tool_not_part_of_the_wheel():
+    """tools/pagecheck.py (the page measures the tests read) stays out of the distribution:
+    the wheel carries the tfx packages only, the sdist's MANIFEST.in names no tools/, and
+    tfx/book/page.py keeps what a chapter calls when it runs (reproduce), not the linter."""
+    assert PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"] == ["tfx*"]
+    assert not (ROOT / "tools" / "__init__.py").exists()  # not a package find_packages could take
+    assert "tools" not in (ROOT / "MANIFEST.in").read_text()
+    page = (ROOT / "tfx" / "book" / "page.py").read_text()
+    tool = (ROOT / "tools" / "pagecheck.py").read_text()
+    for name in ("visible_code_lines", "dense_paragraphs", "raw_markdown_tables", "open_text",
+                 "toc_notebooks"):
+        assert f"def {name}(" in tool and f"def {name}(" not in page
+    assert "def reproduce(" in page

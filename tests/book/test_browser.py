@@ -27,7 +27,7 @@ HTML page under ``_build/html`` this fails if
   whose code shows without a toggle.
   ``test_readability_checks_catch_each_defect`` shows each of these failing on a
   small fixture page;
-* a Markdown table is left raw in a cell output (``tfx.book.page.raw_markdown_tables``,
+* a Markdown table is left raw in a cell output (``tools/pagecheck.py``'s ``raw_markdown_tables``,
   tested in tests/book/test_page_measures.py: printed instead of shown with
   ``display(Markdown(table))``).
 
@@ -54,7 +54,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from tfx.book import page as book_page
+import pagecheck  # tools/pagecheck.py (tests/conftest.py puts tools/ on the path)
 
 ROOT = Path(__file__).resolve().parents[2]
 # The built book: _build/html, or the build TFX_BOOK_HTML points at.
@@ -143,10 +143,10 @@ def test_no_external_scripts_or_styles(page):
 @pytest.mark.parametrize("page", _page_params())
 def test_no_raw_markdown_table(page):
     """A pipe table printed into an output (``print(table)``) shows as raw ``|---|`` text;
-    ``display(Markdown(table))`` renders it (tfx.book.page.raw_markdown_tables)."""
+    ``display(Markdown(table))`` renders it (pagecheck.raw_markdown_tables)."""
     if page is None:
         _unavailable(_NO_BUILD)
-    raw = book_page.raw_markdown_tables((HTML / page).read_text(encoding="utf-8", errors="replace"))
+    raw = pagecheck.raw_markdown_tables((HTML / page).read_text(encoding="utf-8", errors="replace"))
     assert not raw, (f"{page}: a Markdown table left raw in a cell output (show it with "
                      "display(Markdown(table))):\n  " + "\n  ".join(raw[:5]))
 

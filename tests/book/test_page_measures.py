@@ -1,4 +1,4 @@
-"""Each measure of a page (tfx.book.page) on small constructed notebooks: one that fails
+"""Each measure of a page (tools/pagecheck.py) on small constructed notebooks: one that fails
 its bar and one that passes it, so a measure that stopped measuring would be caught."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tfx.book import page
+import pagecheck as page  # tools/pagecheck.py (tests/conftest.py puts tools/ on the path)
 
 COLAB = ("# On Colab only: install tfx-book\nimport subprocess, sys\n"
          "if \"google.colab\" in sys.modules:\n    pass\n")
@@ -90,8 +90,8 @@ def test_a_glued_value_counts_the_numbers_it_prints():
     nb = notebook(md("Loss {glue:text}`seeds` and {glue:text}`m:.2f` and {glue}`missing`."),
                   code("glue(...)", outputs=[glue_output("seeds", "'1.0, 2.0, 3.0, 4.0 (5–6)'"),
                                              glue_output("m", "0.123456", prefix="")]))
-    assert page.numbers_in(page._markdown(nb)[0][1], page.glued_values(nb)) == 6 + 1 + 1
-    assert page.dense_paragraphs(nb, limit=7) == [(1, 8, page._markdown(nb)[0][1][:70])]
+    assert page.numbers_in(page.markdown_cells(nb)[0][1], page.glued_values(nb)) == 6 + 1 + 1
+    assert page.dense_paragraphs(nb, limit=7) == [(1, 8, page.markdown_cells(nb)[0][1][:70])]
     assert page.dense_paragraphs(nb, limit=8) == []
 
 
@@ -116,7 +116,7 @@ def test_what_is_not_a_number_in_the_prose():
             "```{admonition} Note\n:class: dropdown\n20 21\n```\n\n"
             "```{glue:figure} fig-22\n:name: fig-22\n\nCaption with 23.\n```\n")
     nb = notebook(md(text))
-    counts = [page.numbers_in(p) for p in page._paragraphs(text)]
+    counts = [page.numbers_in(p) for p in page.paragraphs(text)]
     assert sum(counts) == 2  # "11" and the caption's "23"
     assert [n for _, n, _ in page.dense_paragraphs(nb, limit=0)] == [1, 1]
 
@@ -282,11 +282,3 @@ def test_summary_and_the_command(tmp_path, capsys):
     f.write_text(json.dumps(nb))
     assert page.main([str(f)]) == 1
     assert "MISS visible_code_lines: 121" in capsys.readouterr().out
-
-
-def test_the_reproduce_box_is_styled_by_the_books_css():
-    from pathlib import Path
-
-    css = (Path(__file__).resolve().parents[2] / "book" / "_static" / "tfx-book.css").read_text()
-    assert "class='tfx-reproduce'" in page.reproduce_html("quick", 1.0)
-    assert "details.tfx-reproduce {" in css

@@ -22,3 +22,11 @@ def test_reproduce_html_names_commands_and_gpu_status():
     assert "python -m tfx.sweep experiments/no-such-sweep --profile book --jobs 2" in box
     assert "not recorded in this profile" in box and "not yet run on a GPU" in box
     assert "ran in 12 s" in box
+
+
+def test_the_reproduce_box_is_styled_by_the_books_css():
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[2] / "book" / "_static" / "tfx-book.css").read_text()
+    assert "class='tfx-reproduce'" in page.reproduce_html("quick", 1.0)
+    assert "details.tfx-reproduce {" in css

@@ -1,5 +1,5 @@
 """Every chapter of the book held to the page conventions (issue 29; tfx/book/page.py's
-docstring and CONTRIBUTING.md): one test per measure of tfx.book.page, for each notebook
+docstring and CONTRIBUTING.md): one test per measure of tools/pagecheck.py, for each notebook
 the table of contents lists (_toc.yml: a chapter added or split is tested without a change
 here).
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tfx.book import page
+import pagecheck as page  # tools/pagecheck.py (tests/conftest.py puts tools/ on the path)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
