@@ -1,5 +1,6 @@
-"""Records that carry forward (tfx.runs.carry): re-stamped as current only when retrained
-samples show the change of code changed no number; otherwise named and left stale."""
+"""Records that carry forward (tfx.runs.carry): proven valid in the lineage ledger
+(tfx.runs.lineage) only when retrained samples show the change of code changed no number;
+otherwise named and left stale. No record is rewritten either way."""
 import json
 import shutil
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tfx
-from tfx.runs import carry, results, sweep
+from tfx.runs import carry, lineage, results, sweep
 
 TINY = """
 description = "four tiny runs"
@@ -27,7 +28,7 @@ def _swept(tmp_path):
     exp = tmp_path / "tiny.toml"
     exp.write_text(TINY)
     res = tmp_path / "res"
-    sweep.run_experiment(exp, "quick", res, progress=False)
+    sweep.run_experiment(exp, "quick", res, progress=False, seal=False)  # open: _stamp edits it
     return exp, res, res / "tiny.quick.jsonl"
 
 
@@ -46,14 +47,21 @@ def test_records_of_a_neutral_code_change_are_carried_forward(tmp_path):
     before = results.read(f)
     _stamp(f, "0123456789ab")
     assert len(sweep.plan(exp, "quick", res)["todo"]) == 4  # stale: a rerun would retrain them all
+    text = f.read_text()
+    assert len(lineage.stale(results.read(f), res, sweep.code_version())) == 4
     [report] = carry.carry_forward(exp, "quick", res, sample=2, log=lambda _: None)
     assert report["carried"] == 4 and not report["differ"] and len(report["checked"]) == 2
-    assert sweep.plan(exp, "quick", res)["todo"] == []  # current again: a rerun trains nothing
+    assert sweep.plan(exp, "quick", res)["todo"] == []  # valid now: a rerun trains nothing
+    assert f.read_text() == text  # no record rewritten: each keeps the version that made it
     after = results.read(f)
-    assert [r.code_version for r in after] == [sweep.code_version()] * 4
-    assert all(r.carried_from[0]["code_version"] == "0123456789ab" for r in after)
+    assert [r.code_version for r in after] == ["0123456789ab"] * 4
     assert [r.history.loss for r in after] == [r.history.loss for r in before]  # numbers untouched
-    assert "carried forward from 0123456789ab" in results.provenance(after)
+    assert lineage.stale(after, res, sweep.code_version()) == []
+    [entry] = lineage.entries(res)
+    assert entry["from"] == "0123456789ab" and entry["to"] == sweep.code_version() and entry["bit_identical"]
+    assert entry["checked"] == report["checked"] and entry["records_device"] == "cpu"
+    assert lineage.stale(after, res, "fedcba987654")  # proven for this code, not for another one
+    assert carry.carry_forward(exp, "quick", res, sample=2, log=lambda _: None) == []  # nothing left to prove
 
 
 def test_a_record_whose_numbers_are_not_reproduced_stays_stale_and_is_named(tmp_path):
@@ -67,7 +75,11 @@ def test_a_record_whose_numbers_are_not_reproduced_stays_stale_and_is_named(tmp_
     [report] = carry.carry_forward(exp, "quick", res, sample=1, log=lambda _: None)
     assert report["carried"] == 0 and report["differ"]
     assert "loss[3]" in report["differ"][0] and "a seed 0" in report["differ"][0]
-    assert f.read_text() == text  # nothing re-stamped
+    assert f.read_text() == text  # nothing rewritten
+    [entry] = lineage.entries(res)  # the failed check is written down, and proves nothing
+    assert not entry["bit_identical"] and "loss[3]" in entry["how"]
+    assert len(lineage.stale(results.read(f), res, sweep.code_version())) == 4
+    assert len(sweep.plan(exp, "quick", res)["todo"]) == 4
 
 
 def _reference(tmp_path, name, old, new):
@@ -98,7 +110,7 @@ def test_a_reference_tells_a_change_of_machine_from_a_change_of_code(tmp_path):
     assert report["differ"] and "no --reference" in report["differ"][0]
     [report] = carry.carry_forward(exp, "quick", res, sample=1, references=[neutral], log=lambda _: None)
     assert report["carried"] == 4, report
-    assert "old and new code bit-identical on this machine" in results.read(f)[0].carried_from[0]["how"]
+    assert "old and new code bit-identical on this machine" in lineage.entries(res)[-1]["how"]
 
     exp2, res2, f2 = _swept(tmp_path / "second")
     changed = _reference(tmp_path, "changed", "        lr = lr_at(step, self.cfg)\n",
@@ -130,5 +142,5 @@ def test_the_command_carries_forward(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tfx.sweep", str(exp), "--profile", "quick", "--results", str(res),
                            "--carry-forward", "--sample", "1"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "4 records carried forward, 0 left stale" in done.stderr
+    assert "4 records proven valid, 0 left stale" in done.stderr
     assert sweep.plan(exp, "quick", res)["todo"] == []

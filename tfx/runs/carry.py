@@ -1,30 +1,34 @@
-"""Records that carry forward: keep a sweep's records current across a change of the code
-that trains, when the change leaves their numbers as they were.
+"""Records that carry forward: keep a sweep's records valid across a change of the code that
+trains, when the change leaves their numbers as they were, without rewriting a record.
 
 A record is current when its ``code_version`` is this code's (:func:`tfx.runs.codeversion.code_version`);
 a rerun of the sweep retrains every other. Many changes to the training code change no
 number (a refactor, a new option that is off, a faster kernel doing the same arithmetic), and
-retraining a whole sweep to find that out costs hours. So for each results file and each
-older code version in it, :func:`carry_forward` retrains a sample of that version's runs under
-the current code and compares each with its record, every number of the history included:
+retraining a whole sweep to find that out costs hours. So for each experiment, profile and
+older code version in its records, :func:`carry_forward` retrains a sample of that version's
+runs under the current code and compares each with its record, every number of the history
+included, and writes what it found to the lineage ledger (:mod:`tfx.runs.lineage`):
 
-* all match bit for bit: every record of that version is re-stamped with the current code
-  version and run key, the old ones kept in its ``carried_from`` (with the date and the runs
-  that were checked), and a chapter's provenance line says so;
-* one differs: nothing is re-stamped, the runs that differ are named with their first
-  differing field, and the records stay stale until the sweep reruns them.
+* all match bit for bit: a proof that the old version gives the current numbers; its records
+  are valid as they stand (a chapter's provenance line names the versions);
+* one differs: the check is written down as failed, the runs that differ are named with their
+  first differing field, and the records stay stale until the sweep reruns them.
 
 A sample can only vouch for what it exercises, so it is drawn per experiment (whose runs share
-a task, a model family and a recipe) and spread over the file. Records made on another kind of
-device (a GPU run, checked here on a CPU) cannot be compared and stay as they are.
+a task, a model family and a recipe) and spread over its records.
 
 Two CPUs can disagree in the last bit (their matrix kernels sum in another order), so a record
 made on another machine may not be reproduced here even by the code that made it. Given a
 copy of that code (``--reference DIR``, a folder holding its ``tfx/``: ``git archive COMMIT
 tfx``), each sampled run is also retrained here under it: when the old and the current code
 give bit-identical histories on this machine, the change of code changed no number, and the
-record is carried forward with that said in its ``carried_from`` ("how"). Only the numbers the record holds are compared: a field the current trainer
-adds (a new probe) stays absent from an old record.
+proof says so ("how"). Records made on another kind of device (a GPU's, checked on a CPU) cannot
+be retrained here; with ``--reference`` and ``--arithmetic-steps K``, their sampled runs are
+retrained here on this device for their first K steps under the old and the new code, and
+bit-identical histories prove that the change left the arithmetic of those runs as it was (the
+proof's "how" says it is one of arithmetic, not a re-made record). Only the numbers the record
+holds are compared: a field the current trainer adds (a new probe) stays absent from an old
+record.
 
     python -m tfx.sweep experiments/lm experiments/logits --carry-forward --sample 2 \
         --reference /tmp/code-5ac45931cc80
@@ -40,7 +44,7 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
-from . import results
+from . import lineage, results
 from .codeversion import code_version
 from .results import Record
 
@@ -147,53 +151,48 @@ def _device_kind(device: str) -> str:
     return str(device).split(":")[0]
 
 
-def carry_forward(experiment, profile=None, results_dir=None, sample: int = 2, references=(), log=None) -> list[dict]:
-    """Carry the stale records of ``experiment`` in ``profile`` forward (module docstring).
+def carry_forward(experiment, profile=None, results_dir=None, sample: int = 2, references=(), log=None,
+                  arithmetic_steps: int | None = None) -> list[dict]:
+    """Check the stale records of ``experiment`` in ``profile`` (module docstring) and write each
+    check to the lineage ledger of ``results_dir``.
 
-    Returns one report per (results file, older code version): ``{"file", "from", "records",
-    "checked" (labels and seeds retrained), "carried" (records re-stamped, 0 if not),
-    "differ" (['label seed s: field …'])}`` and ``"why"`` when nothing could be checked.
-    ``references``: folders holding older copies of tfx (see the module docstring)."""
+    Returns one report per (older code version, kind of device of its records): ``{"file"
+    (the ledger), "from", "records", "checked" (labels and seeds retrained), "carried" (records
+    made valid, 0 if not), "differ" (['label seed s: field …'])}``, and ``"why"`` when nothing
+    could be checked. ``references``: folders holding older copies of tfx (module docstring);
+    ``arithmetic_steps``: for records made on another kind of device, retrain that many steps
+    of each sampled run here under the old and the new code (needs the old one's reference)."""
     from .experiment import Experiment
     from .sweep import plan
 
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
         raise ValueError(f"sample={sample!r} must be an integer ≥ 1")
+    if arithmetic_steps is not None and (isinstance(arithmetic_steps, bool) or not isinstance(arithmetic_steps, int)
+                                         or arithmetic_steps < 1):
+        raise ValueError(f"arithmetic_steps={arithmetic_steps!r} must be an integer ≥ 1 (or None)")
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     exp = experiment if isinstance(experiment, Experiment) else Experiment.load(experiment)
     now = code_version()
     refs = {reference_version(r): Path(r) for r in references}
     reports = []
-    for fixture in (False, True):
-        p = plan(exp, profile, results_dir, fixture=fixture)
-        # every run not recorded under this code, by what names it in its experiment: a run's id
-        # hashes its TrainConfig, which grows a field whenever an option is added
-        jobs = {(j["run"].label, j["run"].seed): j for j in p["todo"]}
-        files = results.files_for(Path(p["out"]).parent, p["experiment"], p["profile"])
-        for f in files:
-            lines = [json.loads(x) for x in Path(f).read_text(encoding="utf-8").splitlines() if _whole(x)]
-            stale = [d for d in lines if d.get("code_version") != now and bool(d.get("fixture")) == fixture]
-            for old in sorted({d["code_version"] for d in stale}):
-                group = sorted((d for d in stale if d["code_version"] == old), key=lambda d: d.get("index", 0))
-                reports.append(_carry_group(f, old, group, jobs, sample, now, refs.get(old), log))
+    p = plan(exp, profile, results_dir)
+    folder = Path(p["out"]).parent
+    ledger = lineage.entries(folder)
+    names = {(run.label, run.seed) for run in exp.runs(p["profile"])}  # the runs the experiment still has
+    lines = [json.loads(x) for f in results.files_for(folder, p["experiment"], p["profile"])
+             for _, x in results.lines(f) if _whole(x)]
+    stale = [d for d in lines if not lineage.valid(d, folder, now, ledger)]
+    for old, kind in sorted({(d["code_version"], lineage.device_kind(d.get("device", ""))) for d in stale}):
+        group = sorted((d for d in stale if d["code_version"] == old and lineage.device_kind(d.get("device", "")) == kind),
+                       key=lambda d: (bool(d.get("fixture")), d.get("index", 0)))
+        reports.append(_carry_group(folder, p, old, kind, group, names, sample, now, refs.get(old), log,
+                                    arithmetic_steps))
     return reports
 
 
 def _name(d: dict) -> tuple:
     """What names a run in its experiment: its label and seed."""
     return d.get("label"), d.get("seed")
-
-
-def _as_planned(d: dict, job: dict) -> str:
-    """``comparable(d)`` with the configs the experiment now gives the run ``d`` names: equal
-    to ``comparable(d)`` exactly when the record ran what the experiment runs."""
-    from .sweep import _task
-    from ..nn.config import ModelConfig
-
-    run = job["run"]
-    return comparable({**d, "index": job["index"], "run_id": job["run_id"],
-                       "config": ModelConfig.for_task(_task(job), **run.model).to_dict(),
-                       "train_config": run.train.replace(seed=run.seed).to_dict()})
 
 
 def _whole(line: str) -> bool:
@@ -204,21 +203,45 @@ def _whole(line: str) -> bool:
         return False
 
 
-def _carry_group(path, old, group, jobs, sample, now, reference, log) -> dict:
-    report = {"file": str(path), "from": old, "records": len(group), "checked": [], "carried": 0, "differ": []}
+def _truncated(d: dict, steps: int, device: str) -> dict:
+    """Record ``d`` as a run of its first ``steps`` steps on ``device``: what an arithmetic proof retrains."""
+    tc = {**d["train_config"], "steps": min(steps, d["train_config"]["steps"]), "device": device}
+    return {**d, "train_config": tc}
+
+
+def _carry_group(folder, p, old, kind, group, names, sample, now, reference, log, arithmetic_steps=None) -> dict:
+    import torch
+
+    ledger = lineage.ledger_path(folder)
+    report = {"file": str(ledger), "from": old, "records": len(group), "checked": [], "carried": 0, "differ": []}
     here = "cuda" if _cuda() else "cpu"
-    checkable = [d for d in group if _name(d) in jobs and _device_kind(d.get("device", "")) == here]
+    arithmetic = kind != here
+    checkable = [d for d in group if _name(d) in names]
+    if arithmetic and (reference is None or arithmetic_steps is None):
+        checkable = []
     if not checkable:
-        report["why"] = (f"none of its {len(group)} records can be retrained here: made on "
-                         f"{sorted({_device_kind(d.get('device', '')) for d in group})}, this machine has {here}, "
-                         "or their runs are no longer in the experiment")
-        log(f"{Path(path).name}: code {old}: {report['why']}; left stale")
+        report["why"] = (f"none of its {len(group)} records can be retrained here: made on {kind}, this machine has "
+                         f"{here} (an arithmetic proof needs --reference for code {old} and --arithmetic-steps), "
+                         "or their runs are no longer in the experiment" if arithmetic else
+                         f"none of its {len(group)} records' runs are in the experiment any more")
+        log(f"{p['experiment']}.{p['profile']}: code {old} ({kind}): {report['why']}; left stale")
         return report
     how = set()
     for d in spread(checkable, sample):
         name = f"{d['label']} seed {d['seed']}"
-        log(f"{Path(path).name}: code {old} → {now}: retraining {name} ...")
         report["checked"].append(name)
+        if arithmetic:
+            log(f"{p['experiment']}.{p['profile']}: code {old} → {now}: {name}, first {arithmetic_steps} steps on "
+                f"{here} under both ...")
+            t = _truncated(d, arithmetic_steps, here)
+            new, ref = retrain_here(t), retrain_under(reference, t)
+            if same_numbers(ref, new):
+                how.add(f"old and new code bit-identical on {here} over the first {arithmetic_steps} steps of the "
+                        f"sampled runs (an arithmetic proof: the records, made on {kind}, were not re-made)")
+            else:
+                report["differ"].append(f"{name}: old code vs new code on {here}: {first_difference(ref, new)}")
+            continue
+        log(f"{p['experiment']}.{p['profile']}: code {old} → {now}: retraining {name} ...")
         new = retrain_here(d)
         if same_numbers(d["history"], new):
             how.add("reproduced the record")
@@ -235,29 +258,20 @@ def _carry_group(path, old, group, jobs, sample, now, reference, log) -> dict:
         else:
             report["differ"].append(f"{name}: old code here vs new code here: "
                                     f"{first_difference(ref, new, fields=d['history'])}")
-    if report["differ"]:
-        log(f"{Path(path).name}: code {old}: {len(report['differ'])} of {len(report['checked'])} retrained runs "
-            f"differ, so its {len(group)} records stay stale: " + "; ".join(report["differ"]))
+    ok = not report["differ"]
+    lineage.add(folder, {
+        "experiment": p["experiment"], "profile": p["profile"], "from": old, "to": now, "records_device": kind,
+        "checked": report["checked"], "bit_identical": ok,
+        "how": " / ".join(sorted(how)) if ok else "; ".join(report["differ"]),
+        "date": date.today().isoformat(), "device": here, "torch": torch.__version__,
+        })
+    if not ok:
+        log(f"{p['experiment']}.{p['profile']}: code {old}: {len(report['differ'])} of {len(report['checked'])} "
+            f"retrained runs differ, so its {len(group)} records stay stale: " + "; ".join(report["differ"]))
         return report
-    keys = {_name(d): jobs[_name(d)] for d in group if _name(d) in jobs}
-    stamp = {"code_version": old, "checked_on": date.today().isoformat(), "checked": report["checked"],
-             "how": " / ".join(sorted(how))}
-
-    def restamp(d):
-        if d.get("code_version") != old or _name(d) not in keys or bool(d.get("fixture")) != bool(
-                group[0].get("fixture")):
-            return None
-        job = keys[_name(d)]
-        if comparable({**d, "index": job["index"], "run_id": job["run_id"]}) != _as_planned(d, job):
-            return None  # its configs are no longer what the experiment runs under that name
-        return {**d, "code_version": now, "key": job["key"], "run_id": job["run_id"], "index": job["index"],
-                "carried_from": [*d.get("carried_from", []),
-                                 {**stamp, "key": d.get("key", ""), "run_id": d.get("run_id", "")}]}
-
-    report["carried"] = results.rewrite(path, restamp)
-    report["how"] = stamp["how"]
-    log(f"{Path(path).name}: code {old} → {now}: {len(report['checked'])} retrained runs bit-identical "
-        f"({stamp['how']}); {report['carried']} records carried forward")
+    report["carried"], report["how"] = len(group), " / ".join(sorted(how))
+    log(f"{p['experiment']}.{p['profile']}: code {old} → {now}: {len(report['checked'])} retrained runs "
+        f"bit-identical ({report['how']}); {len(group)} records proven valid ({ledger.name})")
     return report
 
 
@@ -276,15 +290,19 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", action="append", default=[], metavar="DIR",
                     help="a folder holding the older tfx/ that made some records (git archive COMMIT tfx | "
                          "tar -x -C DIR), to tell a change of code from a change of machine; repeatable")
+    ap.add_argument("--arithmetic-steps", type=int, default=None, metavar="K",
+                    help="records made on another kind of device: retrain K steps of the sampled runs here under "
+                         "the old (--reference) and the new code, and compare them")
     args = ap.parse_args(argv)
     try:
         reports = [r for exp in args.experiments
-                   for r in carry_forward(exp, args.profile, args.results, args.sample, args.reference)]
+                   for r in carry_forward(exp, args.profile, args.results, args.sample, args.reference,
+                                          arithmetic_steps=args.arithmetic_steps)]
     except (ValueError, FileNotFoundError, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     stale = [r for r in reports if not r["carried"]]
-    print(f"carry-forward: {sum(r['carried'] for r in reports)} records carried forward, "
+    print(f"carry-forward: {sum(r['carried'] for r in reports)} records proven valid, "
           f"{sum(r['records'] for r in stale)} left stale", file=sys.stderr)
     return 1 if any(r["differ"] for r in reports) else 0
 

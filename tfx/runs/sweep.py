@@ -44,7 +44,7 @@ except ImportError:  # Windows: no flock
     fcntl = None
 
 from ..nn.config import ModelConfig, TrainConfig, torch_dtype
-from . import outcome, results
+from . import lineage, outcome, results
 from .codeversion import code_hash, code_version  # noqa: F401 (tfx.runs.sweep.code_version: what a record says)
 from .results import Record
 from .train import CheckpointError, History, build_for_run, train  # noqa: F401 (build_for_run: also from here)
@@ -433,6 +433,10 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
     ckpt_dir = results_dir / "checkpoints" / f"{exp.name}.{P.name}"
     version = code_version()
     recorded = {r.key: r for r in results.read(results.files_for(results_dir, exp.name, P.name), dedupe=False)}
+    # records of older code that the lineage ledger proves give this code's numbers count as recorded
+    ledger = lineage.entries(results_dir)
+    proven = {(r.label, r.seed, r.fixture): r for r in recorded.values()
+              if r.code_version != version and lineage.valid(r, results_dir, version, ledger)}
     mine, todo = [], []
     for index, run in enumerate(exp.runs(P.name)):
         if index % n != i:
@@ -441,6 +445,9 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
             run = fixture_run(run)
         key = run_key(exp.name, P.name, task, run, version)
         ckpt = ckpt_dir / f"{key}.pt"
+        old = proven.get((run.label, run.seed, fixture))
+        if old is not None and _ran(old, task, P.seq_len, run):
+            key = old.key  # recorded by older code proven equivalent: this run's record
         mine.append(key)
         if key in recorded:
             if not (ckpt_dir / f"{key}.lock").exists() or _unclaimed(ckpt_dir / f"{key}.lock"):
@@ -453,6 +460,15 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
                      "checkpoint_every": 0 if fixture else exp.checkpoint_every(P.name, run.train.steps)})
     return {"experiment": exp.name, "profile": P.name, "task": task, "note": note, "out": out, "shard": (i, n),
             "mine": mine, "recorded": recorded, "todo": todo, "claims": list(exp.claims)}
+
+
+def _ran(rec, task: str, seq_len: int, run) -> bool:
+    """Whether record ``rec`` ran what the experiment now runs as ``run`` on the task named
+    ``task`` (its configs as this code reads them, a field added since at its default)."""
+    if rec.task != task or rec.train_config.to_dict() != run.train.replace(seed=run.seed).to_dict():
+        return False
+    model = ModelConfig.for_task(_task({"task": task, "seq_len": seq_len}), **run.model)
+    return rec.config.to_dict() == model.to_dict()
 
 
 def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
