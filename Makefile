@@ -36,7 +36,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 venv: $(STAMP)
 
 # pip's output goes to .venv/pip.log; it is shown only if pip fails.
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt requirements-nodeps.txt pyproject.toml
 	@echo "==> Setting up $(VENV) from requirements.txt (first use takes a minute or two)"
 	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' || { \
 	  echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the pinned" \
@@ -56,6 +56,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	fi
 	@$(BIN)/python -m pip install -q -r requirements.txt -c constraints.txt > $(VENV)/pip.log 2>&1 \
 	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install -r requirements.txt failed (log: $(VENV)/pip.log)" >&2; exit 1; }
+	@$(BIN)/python -m pip install -q --no-deps -r requirements-nodeps.txt >> $(VENV)/pip.log 2>&1 \
+	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install --no-deps -r requirements-nodeps.txt failed (log: $(VENV)/pip.log)" >&2; exit 1; }
 	@$(BIN)/python -m pip install -q -e . --no-deps >> $(VENV)/pip.log 2>&1 \
 	  || { tail -n 40 $(VENV)/pip.log >&2; echo "error: pip install -e . failed (log: $(VENV)/pip.log)" >&2; exit 1; }
 	@touch $@

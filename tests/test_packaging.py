@@ -85,6 +85,17 @@ def test_every_third_party_import_is_declared(where):
     assert not missing, f"{where}/ imports modules no requirement declares: {missing}"
 
 
+def test_the_venv_installs_the_no_deps_test_pins_without_their_dependencies():
+    """requirements-nodeps.txt (mup, for tests/nn/test_mup_weight_decay.py) is installed with
+    --no-deps: mup declares torchvision, which would replace the pinned CPU torch."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--no-deps -r requirements-nodeps.txt" in makefile
+    assert re.search(r"^\$\(STAMP\):.*requirements-nodeps\.txt", makefile, re.M), "a changed pin must rebuild the venv"
+    pins = [line.split("#")[0].strip() for line in (ROOT / "requirements-nodeps.txt").read_text().splitlines()
+            if line.split("#")[0].strip()]
+    assert pins == ["mup==1.0.0"]
+
+
 def test_the_pythons_the_readme_names_are_the_ones_that_work():
     readme = (ROOT / "README.md").read_text()
     makefile = (ROOT / "Makefile").read_text()

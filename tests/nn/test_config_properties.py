@@ -89,6 +89,22 @@ def pair_of(spec):
                       st.lists(good, min_size=3, max_size=4), st.tuples(good, bad), st.tuples(bad, good)))
 
 
+def optimizer_by_kind():
+    """{parameter kind: optimiser}, not empty; an optimiser other than the default 'adam' somewhere
+    (a mapping that changes nothing is refused)."""
+    kinds, names = ["hidden", "embedding", "vector", "readout"], ["adam", "adamw", "sgd", "radam", "adam-atan2"]
+    good = st.dictionaries(st.sampled_from(kinds), st.sampled_from(names), min_size=1).filter(
+        lambda d: set(d.values()) != {"adam"})
+    bad = st.one_of(NOT_A_STRING.filter(lambda v: v is not None), st.just({}), st.text(max_size=4),
+                    st.dictionaries(st.text(max_size=6).filter(lambda k: k not in kinds), st.sampled_from(names),
+                                    min_size=1),
+                    st.dictionaries(st.sampled_from(kinds), st.text(max_size=6).filter(lambda v: v not in names),
+                                    min_size=1),
+                    st.dictionaries(st.sampled_from(kinds), st.integers(), min_size=1),
+                    st.just({"hidden": "adam"}))  # the default optimizer already: no effect
+    return good, bad
+
+
 DEVICE_BAD = st.one_of(
     st.sampled_from(["gpu", "tpu", "meta", "xpu", "", "cuda:abc", "cuda:-1", " cpu", "CPU", "cuda:0:1", "cuda:01"]),
     st.integers(128, 10**6).map(lambda i: f"cuda:{i}"),  # torch.device keeps 8 bits of the index: cuda:130 is cuda:-126
@@ -173,6 +189,7 @@ TRAIN_SPEC = {
     "z_loss": numbers(0),
     "weight_decay_mode": choices(["coupled", "independent"]),
     "probes": booleans(),
+    "optimizer_by_kind": optional(optimizer_by_kind()),
 }
 # other fields a good value needs (the cross-field rules); default: none
 COMPANIONS = {

@@ -9,5 +9,6 @@
     init       one function per initialiser, its formula and paper in the docstring
     constants  the numbers each fix chooses from the depth (Admin's ω, T-Fixup, Lipschitz, DeepNorm, Sub-LN)
     hooks      seeing inside one forward pass (Admin's profiling, every probe, the diagnosis)
-    optim      Adam, AdamW, SGD, RAdam and the warmup schedule, from a TrainConfig
+    optim      Adam, AdamW, SGD, RAdam and the warmup schedule, from a TrainConfig; Composite, one
+               optimiser per kind of parameter (TrainConfig.optimizer_by_kind)
 """

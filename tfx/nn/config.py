@@ -79,6 +79,10 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "radam", "adam-atan2")  # adam-atan2: ever
 # How weights and their learning rates scale with the width d (tfx.nn.mup): the standard
 # parameterisation, or μP for Adam (Tensor Programs V, yang2022tp5) relative to a base width.
 PARAMETERIZATIONS = ("standard", "mup")
+# What a parameter is, as tfx.nn.mup.parameter_kind decides it: a 2-D weight of a hidden nn.Linear,
+# an embedding table, a vector (bias, norm gain, ω, α) or the readout (the model's out_proj).
+# μP gives each kind its rate; TrainConfig.optimizer_by_kind may give each its optimiser.
+PARAMETER_KINDS = ("hidden", "embedding", "vector", "readout")
 SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
 WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -199,6 +203,19 @@ def _check_path(name, value) -> str:
     if not isinstance(path, str) or not path:
         _fail(name, value, "a file path (a non-empty str or pathlib.Path)")
     return path
+
+
+def _check_optimizer_by_kind(name, value) -> dict:
+    """A non-empty dict {parameter kind: optimiser name}, kinds from :data:`PARAMETER_KINDS` and
+    optimisers from :data:`OPTIMIZERS`; returned as a plain dict of str."""
+    allowed = (f"a non-empty dict {{kind: optimizer}} with kinds from {', '.join(map(repr, PARAMETER_KINDS))} "
+               f"and optimizers from {', '.join(map(repr, OPTIMIZERS))}, e.g. {{'hidden': 'sgd'}}")
+    if not isinstance(value, dict) or not value:
+        _fail(name, value, allowed)
+    if not all(isinstance(k, str) and k in PARAMETER_KINDS and isinstance(v, str) and v in OPTIMIZERS
+               for k, v in value.items()):
+        _fail(name, value, allowed)
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _rule(check, *args, optional=False, **kwargs):
@@ -426,6 +443,7 @@ _TRAIN_RULES = {
     "momentum": _rule(_check_prob),
     "weight_decay": _rule(_check_number, low=0),
     "weight_decay_mode": _rule(_check_choice, WEIGHT_DECAY_MODES),
+    "optimizer_by_kind": _rule(_check_optimizer_by_kind, optional=True),
     "schedule": _rule(_check_choice, SCHEDULES),
     "warmup": _rule(_check_int, 0),
     "clip": _rule(_check_positive, optional=True),
@@ -465,6 +483,10 @@ class TrainConfig(_Replaceable):
     Optimisers: ``adam`` (kingma2015adam), ``adamw`` (loshchilov2019adamw), ``sgd`` with
     ``momentum``, ``radam``, ``adam-atan2`` (everett2024scaling: Adam's m̂/(√v̂+ε) replaced by
     atan2(m̂, √v̂), so it takes no ``eps``; tfx.nn.optim.AdamAtan2).
+    ``optimizer_by_kind`` gives some kinds of parameter (tfx.nn.mup.parameter_kind: 'hidden',
+    'embedding', 'vector', 'readout') an optimiser of their own, e.g. ``{"hidden": "sgd"}``;
+    the other kinds get ``optimizer``. The optimisers share the run as one
+    (tfx.nn.optim.Composite): one schedule, one clipping, one step, one checkpoint.
 
     Weight decay λ = ``weight_decay``, by ``weight_decay_mode``:
       ``coupled``      the optimiser's own: Adam's and SGD's L2 term λθ in the gradient,
@@ -472,6 +494,8 @@ class TrainConfig(_Replaceable):
                        which scales with the peak lr
       ``independent``  θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not the peak lr
                        (wortsman2023proxies §3.2.2); AdamW only
+    Under μP each parameter group's λ is divided by its rate factor, so every group decays
+    by the same lr_t·λ (coupled) or λ·lr_t/lr (independent) a step (tfx.nn.optim.group_decay).
 
     ``z_loss`` = c adds c · mean over real tokens of (log Z)², log Z the log partition
     function of the output softmax (chowdhery2022palm; wortsman2023proxies); the recorded
@@ -487,6 +511,7 @@ class TrainConfig(_Replaceable):
     momentum: float = 0.9  # SGD only
     weight_decay: float = 0.0
     weight_decay_mode: str = "coupled"  # or 'independent' of the peak lr (AdamW only), see above
+    optimizer_by_kind: dict | None = None  # {parameter kind: optimizer}, e.g. {"hidden": "sgd"}; others: optimizer
     schedule: str = "constant"
     warmup: int = 0
     clip: float | None = None  # max global gradient norm
@@ -522,11 +547,29 @@ class TrainConfig(_Replaceable):
             raise ValueError(
                 f"amp=True needs a CUDA device (mixed precision runs on CUDA only), got device={self.device!r}"
             )
-        if self.weight_decay_mode == "independent" and self.optimizer != "adamw":
-            raise ValueError(f"weight_decay_mode='independent' needs optimizer='adamw' (decoupled weight decay), "
-                             f"got optimizer={self.optimizer!r}")
-        if self.optimizer == "adam-atan2" and self.eps != 1e-8:
+        by_kind = self.optimizer_by_kind
+        if by_kind is not None and set(by_kind.values()) == {self.optimizer}:
+            raise ValueError(f"optimizer_by_kind={by_kind} has no effect: every kind it names already gets "
+                             f"optimizer={self.optimizer!r}; name another optimizer or leave it None")
+        used = self.optimizers_used()
+        if self.weight_decay_mode == "independent" and used != {"adamw"}:
+            raise ValueError(f"weight_decay_mode='independent' needs optimizer='adamw' (decoupled weight decay) "
+                             f"for every parameter, got {self._optimizers_text()}")
+        if used == {"adam-atan2"} and self.eps != 1e-8:
             raise ValueError(f"eps={self.eps} has no effect with optimizer='adam-atan2' (it has no ε, "
                              f"everett2024scaling); leave eps at 1e-8")
         if self.amp is False and self.amp_dtype not in (None, "fp32"):
             raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")
+
+    def optimizer_for(self, kind: str) -> str:
+        """The optimiser of parameters of ``kind`` (:data:`PARAMETER_KINDS`): ``optimizer_by_kind``'s
+        entry, else ``optimizer``."""
+        return (self.optimizer_by_kind or {}).get(kind, self.optimizer)
+
+    def optimizers_used(self) -> set:
+        """The optimisers some kind of parameter gets."""
+        return {self.optimizer_for(kind) for kind in PARAMETER_KINDS}
+
+    def _optimizers_text(self) -> str:
+        by_kind = f", optimizer_by_kind={self.optimizer_by_kind}" if self.optimizer_by_kind else ""
+        return f"optimizer={self.optimizer!r}{by_kind}"

@@ -26,6 +26,14 @@ constant that matches 1/√d_h at the base width (the heads keep their number; d
 grows). At d = base_width every factor is exactly 1: the model, its initial weights and its
 optimiser are the standard ones, to the bit.
 
+Weight decay keeps the same strength per step in every group (mup's ``MuAdam``/``MuAdamW``/
+``MuSGD``, microsoft/mup; yang2022tp5): a group whose rate is lr·s (s its ``lr_scale`` above)
+gets λ/s, so its decay lr·s·λ/s = lr·λ is the standard one (under AdamW a hidden matrix has rate
+lr/r and decay λ·r; the embedding with ``embed_scale``, which mup has no rule for, λ·√r).
+Without it a hidden matrix would decay r times more slowly, and the decay tuned at the base
+width would not transfer. ``tfx.nn.optim.group_decay`` gives the formula, with the independent
+form too.
+
 The readout keeps its initial draw and has its logits multiplied by 1/r (mup's MuReadout): its
 effective init variance then falls faster than 1/fan_in², which μP allows (a readout initialised
 at zero is the limit of the same choice). The learning-rate factors are applied in one place: the optimiser's
@@ -38,9 +46,7 @@ import math
 
 from torch import nn
 
-from .config import ModelConfig
-
-PARAMETER_KINDS = ("hidden", "embedding", "vector", "readout")
+from .config import PARAMETER_KINDS, ModelConfig  # noqa: F401 (PARAMETER_KINDS: what parameter_kind returns)
 
 
 def width_multiplier(cfg: ModelConfig) -> float:
@@ -64,7 +70,9 @@ def readout_multiplier(cfg: ModelConfig) -> float:
 def parameter_kind(model, name: str, p) -> str:
     """'hidden', 'embedding', 'vector' or 'readout' (this module's table) for ``model``'s
     parameter ``name``: the readout is ``model.out_proj.weight``; a 2-D weight of any other
-    ``nn.Linear`` is hidden; an ``nn.Embedding``'s table is an embedding; the rest are vectors."""
+    ``nn.Linear`` is hidden; an ``nn.Embedding``'s table is an embedding; the rest are vectors.
+    The one place tfx decides what a parameter is: μP's rates and decay (:func:`param_groups`)
+    and ``TrainConfig.optimizer_by_kind`` (:func:`kind_groups`) both read it."""
     if p is getattr(getattr(model, "out_proj", None), "weight", None):
         return "readout"
     module = model.get_submodule(name.rpartition(".")[0]) if "." in name else model
@@ -83,15 +91,28 @@ def lr_scales(model) -> dict:
             "vector": 1.0, "readout": 1.0}
 
 
+def params_by_kind(model) -> dict:
+    """{kind: [its trainable parameters, in ``model.parameters()`` order]} for the kinds
+    ``model`` has (:func:`parameter_kind`), in the order of :data:`PARAMETER_KINDS`."""
+    groups = {kind: [] for kind in PARAMETER_KINDS}
+    for n, p in model.named_parameters():
+        if p.requires_grad:
+            groups[parameter_kind(model, n, p)].append(p)
+    return {kind: ps for kind, ps in groups.items() if ps}
+
+
+def kind_groups(model) -> list:
+    """One optimiser parameter group per kind of parameter ``model`` has,
+    ``{"params": [...], "lr_scale": s, "kind": kind}``, s its μP rate factor (1 under the
+    standard parameterisation)."""
+    scales = lr_scales(model)
+    return [{"params": ps, "lr_scale": scales[kind], "kind": kind} for kind, ps in params_by_kind(model).items()]
+
+
 def param_groups(model):
     """The trainable parameters of ``model`` as the optimiser takes them: under the standard
-    parameterisation one plain list (as ``model.parameters()``); under μP one group per
-    learning-rate factor, ``{"params": [...], "lr_scale": s, "kind": kind}``."""
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    parameterisation one plain list (as ``model.parameters()``); under μP :func:`kind_groups`,
+    one group per kind with its learning-rate factor."""
     if model.cfg.parameterization == "standard":
-        return [p for _, p in named]
-    scales = lr_scales(model)
-    groups = {kind: [] for kind in PARAMETER_KINDS}
-    for n, p in named:
-        groups[parameter_kind(model, n, p)].append(p)
-    return [{"params": ps, "lr_scale": scales[kind], "kind": kind} for kind, ps in groups.items() if ps]
+        return [p for p in model.parameters() if p.requires_grad]
+    return kind_groups(model)

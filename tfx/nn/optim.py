@@ -13,7 +13,7 @@ import math
 import torch
 
 from .config import SEED_STRIDE, TrainConfig
-from .mup import param_groups
+from .mup import kind_groups, param_groups
 
 
 # Batches of one data seed: task.batch(data_seed · DATA_STREAM + step − 1), DATA_STREAM the prime
@@ -98,33 +98,119 @@ class AdamAtan2(torch.optim.Optimizer):
                 p.add_(torch.atan2(m_hat, group["b"] * v_hat.sqrt()), alpha=-lr * group["a"])
 
 
-def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None) -> torch.optim.Optimizer:
+def group_decay(cfg: TrainConfig, lr_scale: float = 1.0) -> float:
+    """The weight-decay coefficient λ_g of a parameter group whose rate is lr_t·s, s its
+    ``lr_scale`` (μP's factor, :mod:`tfx.nn.mup`; 1 under the standard parameterisation),
+    λ = ``cfg.weight_decay``, lr the peak ``cfg.lr``:
+
+      coupled      λ_g = λ / s          so a step decays θ by lr_t·s·λ_g = lr_t·λ
+      independent  λ_g = λ / (lr·s)     so a step decays θ by lr_t·s·λ_g = λ·lr_t/lr
+
+    the same in every group, whatever its rate factor. The coupled form is what the mup package
+    does (microsoft/mup, ``MuAdam``, ``MuAdamW``, ``MuSGD``: λ·r for a hidden matrix whose rate
+    is lr/r; Yang et al. 2022, Tensor Programs V, yang2022tp5), so λ tuned at the base width
+    transfers; the independent form is wortsman2023proxies §3.2.2's: AdamW decays
+    θ ← θ − lr_t·λ_g·θ (loshchilov2019adamw). Adam's and SGD's coupled decay is an L2 term λ_g·θ
+    in the gradient, which their step multiplies by the group's rate too (Adam after its
+    normalisation), as in mup's ``MuAdam`` and ``MuSGD``."""
+    if cfg.weight_decay_mode == "independent":
+        return cfg.weight_decay / (cfg.lr * lr_scale)
+    return cfg.weight_decay / lr_scale
+
+
+def _torch_optimizer(name: str, params, cfg: TrainConfig, device) -> torch.optim.Optimizer:
+    """The torch optimiser ``name`` (:data:`tfx.nn.config.OPTIMIZERS`) over ``params`` (a list
+    of tensors, or groups whose ``lr_scale`` sets their rate and decay)."""
+    params = [{**p, "lr": cfg.lr * p["lr_scale"], "weight_decay": group_decay(cfg, p["lr_scale"])}
+              if isinstance(p, dict) and "lr_scale" in p else p for p in params]
+    wd = group_decay(cfg)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd)
+    if name == "adam-atan2":  # no ε
+        return AdamAtan2(params, lr=cfg.lr, betas=cfg.betas, weight_decay=wd)
+    opt = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "radam": torch.optim.RAdam}[name]
+    kw = {"fused": True} if name != "radam" and device is not None and device.type in ("cuda", "cpu") else {}
+    return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd, **kw)
+
+
+def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None):
     """Adam (Kingma & Ba 2015), AdamW, SGD with momentum, RAdam (Liu et al. 2020) or Adam-atan2
-    (:class:`AdamAtan2`, everett2024scaling).
+    (:class:`AdamAtan2`, everett2024scaling); with ``cfg.optimizer_by_kind``, a :class:`Composite`
+    of them, one per optimiser named, each over its kinds of parameter (``params`` must then be
+    the model: :func:`tfx.nn.mup.parameter_kind` tells the kinds).
 
     ``params``: parameters, parameter groups, or a model: a model's parameters come in
     :func:`tfx.nn.mup.param_groups` (one plain list under the standard parameterisation; under
     μP a group per learning-rate factor ``lr_scale``, yang2022tp5), the one place where a
     parameter's rate differs from the schedule's: each group starts at ``cfg.lr · lr_scale``
-    and :func:`set_lr` keeps the factor.
+    and :func:`set_lr` keeps the factor; its weight decay is :func:`group_decay`'s, so every
+    group decays alike.
     ``weight_decay_mode="independent"`` (AdamW only): decay λ·(lr_t/lr) per step, whatever the peak lr.
     On CUDA and CPU, Adam and AdamW use the fused kernel (one launch updates every parameter;
     on a CPU it is also ~3× faster than the per-parameter loop)."""
+    if cfg.optimizer_by_kind:
+        if not isinstance(params, torch.nn.Module):
+            raise ValueError(f"optimizer_by_kind={cfg.optimizer_by_kind} needs the model, not a list of "
+                             "parameters: make_optimizer(model, cfg) (tfx.nn.mup.parameter_kind tells the kinds)")
+        by_optimizer = {}  # optimiser name → its kinds' groups, in PARAMETER_KINDS order
+        for group in kind_groups(params):
+            by_optimizer.setdefault(cfg.optimizer_for(group["kind"]), []).append(group)
+        missing = set(cfg.optimizer_by_kind) - {g["kind"] for gs in by_optimizer.values() for g in gs}
+        if missing:
+            raise ValueError(f"optimizer_by_kind={cfg.optimizer_by_kind} names {sorted(missing)}, which this model "
+                             f"has no trainable parameters of; it has {[g['kind'] for g in kind_groups(params)]}")
+        return Composite({name: _torch_optimizer(name, groups, cfg, device) for name, groups in by_optimizer.items()})
     if isinstance(params, torch.nn.Module):
         params = param_groups(params)
-    params = [{**p, "lr": cfg.lr * p.get("lr_scale", 1.0)} if isinstance(p, dict) else p for p in params]
-    wd = cfg.weight_decay
-    if cfg.weight_decay_mode == "independent":
-        # wortsman2023proxies §3.2.2: AdamW decays θ ← θ − lr_t·λ'·θ (loshchilov2019adamw), so
-        # λ' = λ / lr (the peak) gives θ ← θ − λ·(lr_t/lr)·θ: the schedule's shape, not its height
-        wd = cfg.weight_decay / cfg.lr
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd)
-    if cfg.optimizer == "adam-atan2":  # no ε
-        return AdamAtan2(params, lr=cfg.lr, betas=cfg.betas, weight_decay=wd)
-    opt = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "radam": torch.optim.RAdam}[cfg.optimizer]
-    kw = {"fused": True} if cfg.optimizer != "radam" and device is not None and device.type in ("cuda", "cpu") else {}
-    return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd, **kw)
+    return _torch_optimizer(cfg.optimizer, params, cfg, device)
+
+
+class Composite:
+    """Several torch optimisers over disjoint sets of parameters, taken as one: what
+    ``TrainConfig.optimizer_by_kind`` builds (e.g. SGD for the hidden matrices, AdamW for
+    the rest), so the one step (:func:`take_step`) steps them all, once.
+
+    ``param_groups`` is their groups, concatenated (the very dicts: :func:`set_lr`, clipping
+    and the update norm read and write through it); ``step``, ``zero_grad`` go to each;
+    ``state_dict`` is ``{name: that optimiser's state_dict}`` and ``load_state_dict`` takes
+    one with the same names (a checkpoint of another recipe is refused)."""
+
+    def __init__(self, optimizers: dict):
+        self.optimizers = dict(optimizers)
+        seen = set()
+        for name, opt in self.optimizers.items():
+            ids = {id(p) for g in opt.param_groups for p in g["params"]}
+            if ids & seen:
+                raise ValueError(f"Composite: optimiser {name!r} shares parameters with another; "
+                                 "each parameter must have one optimiser")
+            seen |= ids
+
+    @property
+    def param_groups(self) -> list:
+        return [g for opt in self.optimizers.values() for g in opt.param_groups]
+
+    def step(self, closure=None):
+        if closure is not None:  # a closure would re-evaluate the loss once per optimiser
+            raise ValueError("Composite.step takes no closure")
+        for opt in self.optimizers.values():
+            opt.step()
+
+    def zero_grad(self, set_to_none: bool = True):
+        for opt in self.optimizers.values():
+            opt.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self) -> dict:
+        return {name: opt.state_dict() for name, opt in self.optimizers.items()}
+
+    def load_state_dict(self, state: dict):
+        if not isinstance(state, dict) or set(state) != set(self.optimizers):
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"this state is of optimisers {got}, not of this Composite's {sorted(self.optimizers)}")
+        for name, opt in self.optimizers.items():
+            opt.load_state_dict(state[name])
+
+    def __repr__(self):
+        return f"Composite({', '.join(f'{n}: {type(o).__name__}' for n, o in self.optimizers.items())})"
 
 
 def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:

@@ -32,7 +32,8 @@ import torch
 
 from ..nn.config import AMP_DTYPES, ModelConfig, TrainConfig, autocast_dtype
 from ..nn.model import build_model
-from ..nn.optim import DATA_STREAM, data_step, lr_at, make_optimizer, pick_device, step_batch, take_step  # noqa: F401 (re-exported)
+from ..nn.optim import (DATA_STREAM, Composite, data_step, lr_at, make_optimizer, pick_device,  # noqa: F401
+                        step_batch, take_step)  # (re-exported)
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
 from .probes import FIELDS as PROBE_FIELDS, Probes
@@ -51,12 +52,14 @@ class UpdateNorm:
       AdamW   −(lr·u_t + lr·λ·θ_t) / (1 − lr·λ), u_t Adam's term above  (Loshchilov & Hutter 2019)
       SGD     Δ = −lr · b_t, the momentum buffer
 
-    Other optimisers (RAdam, SGD without momentum) copy θ before the step instead.
+    Other optimisers (RAdam, SGD without momentum) copy θ before the step instead; a
+    :class:`tfx.nn.optim.Composite`'s norm is that of its optimisers' (disjoint) updates together.
     ``after()`` returns a 0-dim device tensor: nothing is read back.
     """
 
     def __init__(self, opt: torch.optim.Optimizer):
         self.opt, groups = opt, opt.param_groups
+        self.parts = [UpdateNorm(o) for o in opt.optimizers.values()] if isinstance(opt, Composite) else None
         # AdamW subclasses Adam with decoupled_weight_decay=True from torch 2.6 on (the declared floor);
         # _adam_delta also reads the flag's absence as "AdamW" for older copies
         if isinstance(opt, torch.optim.Adam):
@@ -76,11 +79,17 @@ class UpdateNorm:
 
     @torch.no_grad()
     def before(self):
-        if self.kind is None:
+        if self.parts is not None:
+            for part in self.parts:
+                part.before()
+        elif self.kind is None:
             self._before = [[p.detach().clone() for p in ps] for _, ps in self._groups()]
 
     @torch.no_grad()
     def after(self) -> torch.Tensor:
+        if self.parts is not None:  # ‖(Δ₁, Δ₂, …)‖ = (Σ_i ‖Δ_i‖²)^½
+            device = self.opt.param_groups[0]["params"][0].device  # a part with no gradient gives a CPU zero
+            return torch.linalg.vector_norm(torch.stack([part.after().to(device) for part in self.parts]))
         norms = []
         for i, (g, ps) in enumerate(self._groups()):
             if self.kind is None:
