@@ -139,10 +139,15 @@ fi
 
 # ------------------------------------------------------------------ what this burst added
 changed=()
-for f in "$RES"/*.jsonl; do
+for f in "$RES"/*.jsonl "$RES"/*.jsonl.xz; do  # open batches appended to, and sealed ones (tfx.runs.results)
   [ -e "$f" ] || continue
   b=$(basename "$f")
   cmp -s "$f" "$WORK/before/$b" 2>/dev/null || changed+=("results/$b")
+done
+for f in "$WORK"/before/*.jsonl; do  # an open batch the sweep sealed: its records are in the sealed file
+  [ -e "$f" ] || continue
+  b=$(basename "$f")
+  [ -e "$RES/$b" ] || echo "== sealed: results/$b is now in a results/*.jsonl.xz of this burst: git rm results/$b"
 done
 if [ ${#changed[@]} -gt 0 ]; then
   tar -czf "$OUT/results.tar.gz" -C "$WORK" "${changed[@]}"

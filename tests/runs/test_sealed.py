@@ -72,3 +72,42 @@ def test_a_damaged_sealed_file_is_named(tmp_path):
     sealed.write_bytes(data[: len(data) // 2])
     with pytest.raises(results.RecordError, match=f"{sealed.name}: a damaged compressed results file"):
         results.load("warmup", "quick", tmp_path)
+
+
+def test_the_command_seals_and_names_a_bad_argument(tmp_path, capsys):
+    path = _open_batch(tmp_path, _lines(2))
+    assert results.main(["seal", str(path)]) == 0
+    assert results.SEALED in capsys.readouterr().out and not path.exists()
+    assert results.main(["seal", str(tmp_path / "nope.jsonl")]) == 1
+    assert "not an open batch" in capsys.readouterr().out
+
+
+def _git(*args):
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=True).stdout
+
+
+def test_every_committed_sealed_file_is_its_name_and_a_converted_file_equals_what_it_replaced():
+    """A sealed file's name carries the hash of what it holds (a changed byte shows); one that
+    replaced an open batch in the same commit (the conversion of the old JSON-lines files)
+    holds exactly that batch's bytes: every record before and after the same."""
+    import hashlib
+    import subprocess
+
+    sealed = sorted((ROOT / "results").glob(f"*{results.SEALED}"))
+    if not sealed:
+        pytest.skip("no sealed file committed yet")
+    try:
+        _git("rev-parse", "HEAD")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    for f in sealed:
+        data = lzma.decompress(f.read_bytes())
+        assert f.name.endswith(f"-{hashlib.sha256(data).hexdigest()[:8]}{results.SEALED}"), f.name
+        added = _git("log", "--diff-filter=A", "--format=%H", "--", f"results/{f.name}").split()
+        if not added:
+            continue  # not committed yet
+        opened = f.name.split(".")[0] + "." + f.name.split(".")[1] + ".jsonl"
+        if f"results/{opened}" in _git("show", "--name-only", "--diff-filter=D", "--format=", added[-1].decode()).decode():
+            assert _git("show", f"{added[-1].decode()}^:results/{opened}") == data, f.name

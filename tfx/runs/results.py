@@ -404,3 +404,28 @@ def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str
                             if r.point.get(cols) == cn) or "—" for cn in col_names]
         lines.append(f"| {rn} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """``python -m tfx.runs.results seal FILE.jsonl [FILE.jsonl …]``: seal open batches
+    (:func:`seal`), printing each sealed file; exit 1 if one could not be sealed."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tfx.runs.results", description=main.__doc__.split("\n")[0])
+    ap.add_argument("command", choices=("seal",))
+    ap.add_argument("files", nargs="+", type=Path, help="open batches (results/NAME.PROFILE.jsonl)")
+    args = ap.parse_args(argv)
+    status = 0
+    for f in args.files:
+        if not f.name.endswith(".jsonl") or not f.is_file():
+            print(f"error: {f}: not an open batch (an existing results/NAME.PROFILE.jsonl)")
+            status = 1
+            continue
+        sealed = seal(f)
+        print(f"{f} → {sealed}" if sealed else f"{f}: not sealed (see the warning)")
+        status |= sealed is None
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
