@@ -93,14 +93,16 @@ page-report: $(STAMP)
 
 # Every test: unit tests, nbval on every notebook, the browser test over the
 # rendered book. pytest collecting nothing (exit 5) is a failure like any other.
+# TEST_WORKERS: pytest processes (pytest-xdist); a notebook's cells stay in one (--dist loadfile).
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 test: export TFX_PROFILE ?= quick
 test: book-rendered browser-deps-if-possible
-	@echo "==> pytest (TFX_PROFILE=$$TFX_PROFILE)"
-	$(BIN)/python -m pytest
+	@echo "==> pytest (TFX_PROFILE=$$TFX_PROFILE, $(TEST_WORKERS) workers)"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 	@echo "==> the book built with -W from the outputs nbval just produced (a warning only executed outputs give)"
 	$(BIN)/python scripts/executed_build.py
 	@echo "==> colab-check: every notebook from the built wheel, in a clean venv, from an empty folder"
-	$(BIN)/python scripts/colab_check.py
+	$(BIN)/python scripts/colab_check.py --jobs $(TEST_WORKERS)
 
 browser-deps:
 	@if [ -x $(CHROMIUM) ]; then echo "$(CHROMIUM) present"; else \

@@ -47,7 +47,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="*", help="default: book/*.ipynb")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--jobs", type=int, default=1, help="notebooks executed at once (default 1)")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        raise SystemExit(f"--jobs={args.jobs} must be an integer ≥ 1")
     notebooks = [Path(n).resolve() for n in args.notebooks] or sorted((ROOT / "book").glob("[0-9]*.ipynb"))
     work = Path(tempfile.mkdtemp(prefix="tfx-colab-"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "TFX_RESULTS")}
@@ -67,19 +70,25 @@ def main(argv=None) -> int:
                                capture_output=True, text=True, check=True).stdout.strip()
         assert str(ROOT) not in where, f"tfx imported from the checkout ({where}), not the install"
         print(f"    tfx from {where}", flush=True)
-        failed = []
-        for nb in notebooks:
+
+        def execute(nb: Path):
             folder = work / "run" / nb.stem  # empty: no checkout, no experiments/, no results/
             folder.mkdir(parents=True)
             shutil.copy(nb, folder / nb.name)
             t0 = time.perf_counter()
             r = subprocess.run([py, "-c", RUNNER, nb.name], cwd=folder, env=env, capture_output=True, text=True)
-            took = time.perf_counter() - t0
-            ok = r.returncode == 0
-            print(f"{'ok  ' if ok else 'FAIL'} {nb.name} ({took:.0f} s)", flush=True)
-            if not ok:
-                failed.append(nb.name)
-                print("\n".join(r.stderr.strip().splitlines()[-25:]), flush=True)
+            return nb, r, time.perf_counter() - t0
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        failed = []
+        with ThreadPoolExecutor(args.jobs) as pool:  # each notebook its own kernel process
+            for nb, r, took in pool.map(execute, notebooks):
+                ok = r.returncode == 0
+                print(f"{'ok  ' if ok else 'FAIL'} {nb.name} ({took:.0f} s)", flush=True)
+                if not ok:
+                    failed.append(nb.name)
+                    print("\n".join(r.stderr.strip().splitlines()[-25:]), flush=True)
         if failed:
             print(f"colab-check: {len(failed)} of {len(notebooks)} notebooks failed: {', '.join(failed)}")
             return 1
