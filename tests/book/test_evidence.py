@@ -101,6 +101,9 @@ def test_each_half_gets_its_own_status_and_the_cases_are_named_after_the_claim(m
     assert evidence.part_statuses("AD-3", load=_load(recs)) == {
         evidence.BEHIND: "reproduces", "stability": "not resolved at this scale"}
     assert evidence.case_id("AD-3") == "AD_3" and evidence.case_id("AD-3", 12) == "AD_3-c12"
+    # a row is headed by what its runs show, never 'failure' on runs that learned
+    assert comps[0].label(recs) == f"{evidence.BEHIND}: A ends higher"
+    assert comps[1].label(recs) == "stability: B ends higher"
 
 
 def test_status_and_the_claims_page_line_come_from_the_registered_comparisons(monkeypatch):

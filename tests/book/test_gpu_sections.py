@@ -38,7 +38,7 @@ def test_every_chapter_that_reads_gpu_records_is_tested_here():
 
 @pytest.mark.parametrize("chapter", sorted(GPU_CHAPTERS))
 def test_gpu_cells_draw_fixture_records_in_the_full_profile(chapter, tmp_path, monkeypatch):
-    for f in (ROOT / "results").glob("*.book.jsonl"):
+    for f in (ROOT / "results").glob("*.book.*jsonl*"):  # open and sealed batches
         shutil.copy(f, tmp_path / f.name)
     for name in GPU_CHAPTERS[chapter]:
         fixture = FIXTURES / f"{name}.full.jsonl"

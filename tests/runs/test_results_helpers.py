@@ -15,7 +15,7 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     recs = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)
     assert [r.point["fix"] for r in recs] == ["Pre-LN, Adam", "Post-LN, RAdam", "Pre-LN, Adam, warmup",
                                               "Post-LN, Adam, warmup"]
-    assert (tmp_path / "warmup-fixes.quick.jsonl").exists()
+    assert [f.name.endswith(results.SEALED) for f in results.files_for(tmp_path, "warmup-fixes", "quick")] == [True]
     again = sweep.load_or_run("warmup-fixes", "quick", results_dir=tmp_path)  # read back, not rerun
     assert [r.key for r in again] == [r.key for r in recs]
 

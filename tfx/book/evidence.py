@@ -241,6 +241,12 @@ class Comparison:
                 return BEHIND
         return self.part
 
+    def label(self, records) -> str:
+        """The comparison's sentence headed by the half the records show (:meth:`half`): a
+        'failure: …' comparison on runs still improving reads 'behind at this budget: …'."""
+        head, sep, rest = self.says.partition(": ")
+        return f"{self.half(records)}: {rest}" if sep and head == self.part else self.says
+
     def verdict(self, records, e: Effect | None = None) -> str:
         """The effect's verdict, or *not testable at this scale* for a ``converged`` comparison
         whose runs are still falling at the end (a budget that cannot show converged quality)."""
