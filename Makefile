@@ -10,6 +10,7 @@
 #   make gpu-results    the GPU half: every experiment's full profile, in priority order, within BUDGET minutes
 #   make gpu-plan       print that plan: each experiment, its runs, their estimated minutes, the total (trains nothing)
 #   make gpu-wheels     the wheels a bare GPU machine lacks, into .gpu-wheels/ (carry it; scripts/gpu_burst.sh)
+#   make gpu-tree       what scripts/gpu_burst.sh needs, staged into _build/gpu-tree/ (≤ 64 MiB; scripts/gpu_tree.py)
 #   make clean          remove build outputs (keeps .venv);  make distclean: also .venv
 # Needs GNU make and Python 3.11-3.13 (python3, or PYTHON=...); .venv is created on first use.
 
@@ -31,7 +32,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: book book-rendered claims-page test browser-deps notebooks clean distclean venv colab-check gpu-results \
-        gpu-plan gpu-wheels page-report
+        gpu-plan gpu-wheels gpu-tree page-report
 
 venv: $(STAMP)
 
@@ -149,6 +150,13 @@ GPU_WHEELS ?= .gpu-wheels
 GPU_WHEELS_ARGS ?=
 gpu-wheels: $(STAMP)
 	$(BIN)/python scripts/gpu_wheels.py $(GPU_WHEELS) $(GPU_WHEELS_ARGS)
+
+# What a burst needs and nothing else (tfx/ with its corpora, experiments/, the build files, the
+# script, the full-profile records, LINEAGE.jsonl, gpu-bench.txt), into GPU_TREE: a tree a lent GPU
+# machine can carry (≤ 64 MiB; this checkout is larger); run OUT=... bash $(GPU_TREE)/scripts/gpu_burst.sh there.
+GPU_TREE ?= _build/gpu-tree
+gpu-tree:
+	$(GPU_PYTHON) scripts/gpu_tree.py $(GPU_TREE)
 
 NB ?=
 notebooks: $(STAMP)

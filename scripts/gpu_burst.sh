@@ -3,8 +3,9 @@
 #
 #   OUT=/some/folder bash scripts/gpu_burst.sh
 #
-# Run from a copy of this working tree (with .gpu-wheels/, filled by `make gpu-wheels`, beside
-# it when the machine lacks a module the sweep imports). Uses the machine's own python3 and its PyTorch (never installs
+# Run from a copy of this working tree, or from the smaller tree `make gpu-tree` stages (what this
+# script needs, under 64 MiB; scripts/gpu_tree.py), with .gpu-wheels/, filled by `make gpu-wheels`,
+# beside it when the machine lacks a module the sweep imports. Uses the machine's own python3 and its PyTorch (never installs
 # torch); installs into a scratch folder, with --no-deps and no network: tfx-book from its
 # carried wheel if there is one (checked to be this tree's training code), else built from this
 # tree, and, of scripts/gpu_wheels.txt, only what python3 cannot import (the GPU machines seen
@@ -24,7 +25,7 @@
 #   MINUTES      the burst, installation and bench included [9]
 #   JOBS         runs trained at once [8]
 #   EXPERIMENTS  names of experiments/*.toml, in order [tfx.runs.cost.GPU_PLAN]
-#   RECORDS      the folder of records already made [results]
+#   RECORDS      the folder of records already made: its full-profile files and LINEAGE.jsonl [results]
 #   BENCH        auto | always | never [auto]
 #   BENCH_ARGS   arguments of python -m tfx.bench [the GPU targets: 6+6, d 512, 4k and 16k tokens]
 #   FIXTURE      1: every run a tiny CPU stand-in (tests/runs/test_gpu_burst.py) [0]
@@ -104,7 +105,21 @@ echo "   tfx-book installed from $tfx_from: code $site_v ($(elapsed) s)"
 # ------------------------------------------------------------------ records so far
 RES=$WORK/results
 mkdir -p "$RES"
-if compgen -G "$RECORDS/*.full*.jsonl" >/dev/null; then cp "$RECORDS"/*.full*.jsonl "$RES"/; fi
+# every experiment's full-profile files (open, sharded and sealed: tfx.runs.results.files_for) and
+# the lineage ledger, which proves older records current (a sweep skips those too)
+[ -d "$RECORDS" ] || die "RECORDS=$RECORDS is not a folder"
+(cd "$WORK" && "$PYTHON" - "$RECORDS" "$RES" "$REPO/experiments" <<'PY'
+import shutil, sys
+from pathlib import Path
+from tfx.runs import lineage, results
+records, res, experiments = map(Path, sys.argv[1:])
+for e in sorted(experiments.glob("*.toml")):
+    for f in results.files_for(records, e.stem, "full"):
+        shutil.copy2(f, res)
+if lineage.ledger_path(records).is_file():
+    shutil.copy2(lineage.ledger_path(records), res)
+PY
+) || die "cannot copy the records of RECORDS=$RECORDS"
 mkdir -p "$WORK/before" && cp "$RES"/* "$WORK/before"/ 2>/dev/null
 
 # ------------------------------------------------------------------ the bench (once)

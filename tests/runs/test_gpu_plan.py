@@ -87,6 +87,8 @@ def _plan_cmd(results_dir, *extra):
 
 
 def test_the_gpu_plan_fits_its_budget_and_trains_nothing(tmp_path):
+    # the bench is done (results/gpu-bench.txt): a burst reading these results skips it, and so does the plan
+    (tmp_path / "gpu-bench.txt").write_bytes((ROOT / "results" / "gpu-bench.txt").read_bytes())
     r = subprocess.run(_plan_cmd(tmp_path, "--plan", "--jobs", str(cost.DEFAULT_JOBS)), cwd=ROOT, capture_output=True,
                        text=True, timeout=600, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 0, r.stderr
@@ -96,7 +98,8 @@ def test_the_gpu_plan_fits_its_budget_and_trains_nothing(tmp_path):
     assert "5 seeds ×" in out
     total = float(re.search(r"^total ≈ ([\d.]+) H100-minutes$", out, re.M).group(1))
     assert 0 < total <= cost.BUDGET_MINUTES
-    assert not list(tmp_path.iterdir())  # no record, no checkpoint
+    assert "the bench 0.0 min (done: gpu-bench.txt)" in out
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu-bench.txt"]  # no record, no checkpoint
     # with one job at a time the same runs take longer: the --jobs option counts
     r1 = subprocess.run(_plan_cmd(tmp_path, "--plan", "--jobs", "1"), cwd=ROOT, capture_output=True, text=True,
                         timeout=600, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})

@@ -1,4 +1,4 @@
-"""What a planned run costs on one H100 before that GPU has timed it: the GPU half's budget.
+"""What a planned run costs on one H100 or H200 before that GPU has timed it: the GPU half's budget.
 
 A training step's seconds are the larger of two bounds:
 
@@ -12,23 +12,55 @@ A training step's seconds are the larger of two bounds:
   large models or batches.
 
 The effective throughput at a model size is thus ``flops_per_step / step_seconds``: a few
-tens of TFLOP/s for the book's models, far below the H100's peak. ``tfx.train`` adds its own
+tens of TFLOP/s for the book's models, far below the GPU's peak. ``tfx.train`` adds its own
 bookkeeping to a bare step (``TRAIN_OVERHEAD``; ``UPDATE_RECORD_OVERHEAD`` more with
 ``record_updates``, whose ‖Δθ‖ reads the optimiser state), a probed step (``probes``) counts
 ``PROBE_STEP`` steps, and each evaluation costs its held-out batches and, on translation,
-the greedy decoding of BLEU (:func:`eval_step_equivalents`). ``JOBS_SLOWDOWN``: runs trained
-side by side on one GPU each take longer than alone, but less than the number of them.
+the greedy decoding of BLEU (:func:`eval_step_equivalents`). Runs trained side by side on one
+GPU each take longer than alone (:func:`jobs_slowdown`), and a sweep runs each experiment's
+runs in order on ``jobs`` workers (:func:`makespan`), with a start of its own
+(:func:`sweep_seconds`).
 
-The constants are planning defaults from H100 timings of earlier ``tfx`` code (bf16 autocast,
-fused Adam, eager; a 6+6 encoder–decoder of width 512 took ≈ 41 ms a bare step at 4,096 and
-at 16,384 tokens, an 18+18 ≈ 96 ms; ``tfx.train`` ≈ 1.15× a bare loop without the update
-record, ≈ 1.6× with it; eight runs at once ≈ 1.5–2× the wall time of one). They are a guess
-until the GPU measures itself: ``python -m tfx.sweep … --budget-minutes M`` times a few steps
-of every model size on the device (:func:`tfx.runs.sweep.measure_step_seconds`) and plans
-with those; a number from this module is never shown as a measurement.
+Where each constant comes from:
+
+* **H100 timings of earlier ``tfx`` code** (bf16 autocast, fused Adam, eager), not refitted:
+  ``LAUNCH_BASE_S``, ``LAUNCH_PER_SUBLAYER_S`` (a bare step of a 6+6 encoder–decoder of width
+  512 ≈ 41 ms at 4,096 and at 16,384 tokens, an 18+18 ≈ 96 ms), ``THROUGHPUT``,
+  ``TRAIN_OVERHEAD`` (≈ 1.15× a bare loop), ``UPDATE_RECORD_OVERHEAD``, ``PROBE_STEP``,
+  ``EVAL_BATCH_STEP``, ``RUN_SECONDS``. The H200 (``results/gpu-bench.txt``: a 6+6 of width
+  512, one run alone: 41–48 ms a step, ``tfx.train`` 47 ms) runs these launch-bound steps
+  as fast as the H100 model says (41 ms bare, 47 ms in ``tfx.train``): both are the GH100
+  chip, and the H200's larger, faster memory does not shorten a launch-bound step, so the
+  H100/H200 conversion is 1 and the same constants serve both.
+* **Fitted on the first two H200 bursts** (``results/gpu-bursts/2026-11-27T2308Z.log`` and
+  ``…T2317Z.log``, 8 jobs, and the 110 records they made: ``results`` of ``lr-sensitivity``
+  and ``warmup-axis``, profile full; :mod:`tfx.runs.calibrate` holds the rule and
+  ``tests/runs/test_cost_calibration.py`` refits it and checks these values):
+
+  - ``SLOWDOWN_AT_8_JOBS``: the geometric mean, over the 110 records, of the record's
+    ``wall_time`` ÷ the run alone by this model (its ``steps_done``, not its planned steps:
+    a diverged run stops early) — least squares on the log ratios, both bursts;
+  - ``POOL_SECONDS``: a worker pool's start (8 spawned processes importing torch and loading
+    the task), from the one change of experiment in a burst (the T2317Z burst: the last
+    ``lr-sensitivity`` record to the first ``warmup-axis`` run's start);
+  - ``SWEEP_SECONDS``: the sweep's own start and end (its plan, the device's step-time
+    measurement, packing the records): per burst, the log's sweep start to its first run's
+    start, less one ``POOL_SECONDS``, plus its last record to the log's end; the mean of
+    the two bursts;
+  - ``INSTALL_SECONDS``: the mean of the two logs' "tfx-book installed … (N s)";
+  - ``BENCH_SECONDS``: the bench's seconds in the T2308Z log (its start to "bench exit").
+
+  Every run they timed is one model size (a 6+6 encoder–decoder of width 512, batch 64):
+  the logs cannot refit the launch floor's split into base and per-sub-layer, nor the
+  arithmetic bound, which these runs never reach; those stay the H100 timings above.
+
+A number from this module is never shown as a measurement: ``python -m tfx.sweep …
+--budget-minutes M`` times a few steps of every model size on the device
+(:func:`tfx.runs.sweep.measure_step_seconds`) and plans with those.
 """
 from __future__ import annotations
 
+import heapq
 import math
 
 # The GPU half's experiments, in the order a burst runs them: the runs that settle a claim
@@ -45,18 +77,23 @@ UPDATE_RECORD_OVERHEAD = 1.4  # a further factor with record_updates (the ‖Δ�
 PROBE_STEP = 2.0  # a probed (logged) step, eager and hooked, in steps
 EVAL_BATCH_STEP = 0.35  # one held-out batch (forward only), in steps
 RUN_SECONDS = 3.0  # per run: building the model (Admin's profiling pass), the record
-BENCH_SECONDS = 90.0  # python -m tfx.bench at the GPU target size, once
-BURST_SECONDS = 60.0  # per burst: install, start, the step-time measurement, the workers' start
+SLOWDOWN_AT_8_JOBS = 1.52  # fitted: each of 8 runs side by side on one H200 against one alone (was 1.75, a guess)
+POOL_SECONDS = 12.0  # fitted: per experiment with runs to do, its worker pool's start
+SWEEP_SECONDS = 54.0  # fitted: per burst's sweep, its plan and step-time measurement, and its end (was in BURST_SECONDS)
+INSTALL_SECONDS = 19.0  # fitted: per burst, installing tfx-book from the carried tree
+BENCH_SECONDS = 179.0  # fitted: python -m tfx.bench at the GPU target size, once (was 90, a guess)
+BURST_SECONDS = INSTALL_SECONDS + SWEEP_SECONDS  # per burst, besides its runs (was 60, a guess)
 BURST_MINUTES = 9.0  # a burst: one command of at most 10 minutes on a lent GPU
 DEFAULT_JOBS = 8  # runs at once on one GPU (the GPU is launch-bound: it has room for more)
 
 
 def jobs_slowdown(jobs: int) -> float:
-    """How much longer each of ``jobs`` runs trained side by side on one GPU takes than alone
-    (1 for one; 1.75 for eight, the middle of 1.5–2×)."""
+    """How much longer each of ``jobs`` runs trained side by side on one GPU takes than alone:
+    1 for one, ``SLOWDOWN_AT_8_JOBS`` for eight (measured), linear between and beyond (a
+    guess: only eight at once has been timed)."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
-    return 1.0 + 0.75 * (jobs - 1) / 7
+    return 1.0 + (SLOWDOWN_AT_8_JOBS - 1.0) * (jobs - 1) / 7
 
 
 def sublayers(model: dict) -> int:
@@ -85,14 +122,14 @@ def flops_per_step(model: dict, batch: int, src_len: int, tgt_len: int, vocab: i
 
 
 def bare_step_seconds(model: dict, batch: int, src_len: int, tgt_len: int, vocab: int) -> float:
-    """A bare training step's seconds on one H100: the launch floor or the arithmetic,
+    """A bare training step's seconds on one H100 or H200, alone: the launch floor or the arithmetic,
     whichever is longer."""
     floor = LAUNCH_BASE_S + LAUNCH_PER_SUBLAYER_S * sublayers(model)
     return max(floor, flops_per_step(model, batch, src_len, tgt_len, vocab) / THROUGHPUT)
 
 
 def step_seconds(model: dict, train, batch: int, src_len: int, tgt_len: int, vocab: int) -> float:
-    """A ``tfx.train`` step's seconds on one H100 (``train``: the TrainConfig)."""
+    """A ``tfx.train`` step's seconds on one H100 or H200, alone (``train``: the TrainConfig)."""
     s = bare_step_seconds(model, batch, src_len, tgt_len, vocab) * TRAIN_OVERHEAD
     return s * (UPDATE_RECORD_OVERHEAD if train.record_updates else 1.0)
 
@@ -118,6 +155,30 @@ def run_seconds(steps: int, step_s: float, extra_steps: float, jobs: int = 1) ->
     checkpoints) and ``extra_steps`` (evaluations, probes) at ``step_s`` seconds a step, plus
     ``RUN_SECONDS``; × :func:`jobs_slowdown` when ``jobs`` run at once."""
     return jobs_slowdown(jobs) * (step_s * (1.1 * steps + extra_steps) + RUN_SECONDS)
+
+
+def makespan(seconds, jobs: int) -> float:
+    """Seconds until the last of runs taking ``seconds`` ends, when they start in order, each on
+    the first of ``jobs`` workers to come free (what a sweep's pool does with one experiment):
+    more than ``sum(seconds) / jobs`` when the last wave is not full."""
+    jobs_slowdown(jobs)  # checks jobs
+    free = [0.0] * min(jobs, len(seconds))
+    for s in seconds:
+        heapq.heapreplace(free, free[0] + s)
+    return max(free, default=0.0)
+
+
+def experiment_seconds(seconds, jobs: int) -> float:
+    """An experiment's part of a sweep: its runs (their :func:`run_seconds`, in order) on
+    ``jobs`` workers, after ``POOL_SECONDS`` to start them; 0 with no run to do."""
+    return POOL_SECONDS + makespan(seconds, jobs) if len(seconds) else 0.0
+
+
+def sweep_seconds(experiments, jobs: int) -> float:
+    """A budgeted sweep's wall time (``python -m tfx.sweep … --budget-minutes``, as a burst runs
+    it): ``SWEEP_SECONDS`` and each experiment's :func:`experiment_seconds`; ``experiments``:
+    per experiment, the run seconds of its runs to do, in order."""
+    return SWEEP_SECONDS + sum(experiment_seconds(s, jobs) for s in experiments)
 
 
 def bursts(minutes: float) -> int:

@@ -599,7 +599,8 @@ def main(argv=None) -> int:
     [--results DIR] [--budget-minutes M | --plan] [--fixture]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("experiments", nargs="+", metavar="experiment",
-                    help="experiments/NAME or experiments/NAME.toml; several run in the order given")
+                    help="experiments/NAME or experiments/NAME.toml; several run in the order given (with --plan or "
+                         "--budget-minutes: those already partly swept first)")
     ap.add_argument("--profile", choices=("quick", "book", "full"), default=None,
                     help="sizes to use (default: $TFX_PROFILE, else full with CUDA, book without)")
     ap.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
@@ -636,9 +637,11 @@ def main(argv=None) -> int:
                     print(f"{f}: {results.rejudge_file(f)} records now stored with the current outcome rule's verdict",
                           file=sys.stderr)
             return 0
+        if args.plan and args.budget_minutes is not None:
+            raise ValueError("--plan trains nothing: give it without --budget-minutes")
+        if len(exps) > 1 and (args.plan or args.budget_minutes is not None):
+            exps = partly_swept_first(exps, args.profile, args.results, args.shard, args.fixture)
         if args.plan:
-            if args.budget_minutes is not None:
-                raise ValueError("--plan trains nothing: give it without --budget-minutes")
             plans = [plan(e, args.profile, args.results, args.shard, args.threads, args.fixture) for e in exps]
             text, _ = plan_text(plans, args.jobs, details=True)
             print(text)
@@ -669,6 +672,17 @@ def main(argv=None) -> int:
     return 0
 
 
+def partly_swept_first(exps, profile=None, results_dir=None, shard=None, fixture: bool = False) -> list:
+    """``exps`` with the experiments already partly swept (some runs recorded, some still to do)
+    first, each group in its given order: a burst finishes what an earlier one started (a
+    column added to a recorded grid, runs cut off by the budget) before it opens another."""
+    todo = {}
+    for e in exps:
+        p = plan(e, profile, results_dir, shard, fixture=fixture)
+        todo[id(e)] = 0 < len(p["todo"]) < len(p["mine"])
+    return [e for e in exps if todo[id(e)]] + [e for e in exps if not todo[id(e)]]
+
+
 def print_plan(exps, args) -> dict:
     """Measure the step time of every model size still to run on this device, print the plan
     (:func:`plan_text`, to stderr) and return the step times."""
@@ -693,9 +707,11 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
               details: bool = False) -> tuple[str, float]:
     """The plan of :func:`plan` results ``plans`` as text, and its total minutes: each
     experiment's runs still to do and their minutes with ``jobs`` runs at once
-    (:func:`estimate_seconds`; ``details``: one line per grid point too). With no
-    ``step_seconds`` the step times are the H100 cost model's (:mod:`tfx.runs.cost`), and the
-    total adds the bench and each burst's start: ``total ≈ N H100-minutes``."""
+    (:func:`estimate_seconds` per run, :func:`tfx.runs.cost.experiment_seconds` per experiment;
+    ``details``: one line per grid point too). With no ``step_seconds`` the step times are the
+    cost model's (:mod:`tfx.runs.cost`, fitted on H200 bursts), and the total adds each burst's
+    start and the bench, unless the results folder has its ``gpu-bench.txt``:
+    ``total ≈ N H100-minutes``."""
     from . import cost
 
     step_seconds = step_seconds or {}
@@ -703,7 +719,7 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
     rows, runs_min = [], 0.0
     for p in plans:
         secs = [estimate_seconds(j, step_seconds, jobs) for j in p["todo"]]
-        minutes = sum(secs) / 60 / jobs
+        minutes = cost.experiment_seconds(secs, jobs) / 60  # its pool's start and its runs, in order on `jobs` workers
         runs_min += minutes
         claims = f" ({', '.join(p['claims'])})" if p.get("claims") else ""
         rows.append(f"  {p['experiment'] + claims:<40} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
@@ -723,8 +739,12 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
         tail = f"  estimated {runs_min:.1f} min in all" + (f"; budget {budget:g} min" if budget else "")
         return "\n".join([head, *rows, tail]), runs_min
     n_bursts = cost.bursts(runs_min)
-    total = runs_min + cost.BENCH_SECONDS / 60 + n_bursts * cost.BURST_SECONDS / 60
-    tail = (f"  estimated: runs {runs_min:.1f} min + the bench {cost.BENCH_SECONDS / 60:.1f} min + "
+    # the bench runs once, while the results folder has no gpu-bench.txt (scripts/gpu_burst.sh, BENCH=auto)
+    benched = bool(plans) and (Path(plans[0]["out"]).parent / "gpu-bench.txt").exists()
+    bench_min = 0.0 if benched else cost.BENCH_SECONDS / 60
+    total = runs_min + bench_min + n_bursts * cost.BURST_SECONDS / 60
+    tail = (f"  estimated: runs {runs_min:.1f} min + the bench {bench_min:.1f} min"
+            + (" (done: gpu-bench.txt)" if benched else "") + " + "
             f"{n_bursts} burst(s) of ≤ {cost.BURST_MINUTES:g} min, each {cost.BURST_SECONDS / 60:.1f} min to start\n"
             f"total ≈ {total:.1f} H100-minutes")
     return "\n".join([head, *rows, tail]), total

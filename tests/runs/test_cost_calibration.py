@@ -1,0 +1,114 @@
+"""The cost model against the committed GPU bursts (results/gpu-bursts/*.log and the full-profile
+records they made): its measured constants are the fit tfx.runs.calibrate states, and with them it
+models each burst's sweep and each run within ×1.5 of what the H200 measured; the old constants,
+and the plan the bursts printed from their own step-time measurement, fail the same check."""
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from tfx.runs import calibrate, cost, results
+from tfx.runs.shipped import experiments_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = sorted((ROOT / "results" / "gpu-bursts").glob("*.log"))
+FACTOR = 1.5
+
+
+@pytest.fixture(scope="module")
+def found():
+    records = [r for p in sorted(experiments_dir().glob("*.toml")) for r in results.load(p.stem, "full", ROOT / "results")]
+    return calibrate.bursts(LOGS, records)
+
+
+def off_by(modelled: float, measured: float) -> float:
+    """How far apart, as a factor ≥ 1 either way."""
+    return max(modelled / measured, measured / modelled)
+
+
+def failures(found) -> list[str]:
+    """What the model gets wrong by more than FACTOR: each burst's sweep, and the median run."""
+    c = calibrate.compare(found)
+    bad = [f"{b.path.name}: modelled {m:.2f} min, measured {s:.2f} min" for b, (m, s) in zip(found, c["bursts"])
+           if off_by(m, s) > FACTOR]
+    median = statistics.median(c["runs"])
+    return bad + ([f"median run modelled ÷ wall_time {median:.2f}"] if off_by(median, 1.0) > FACTOR else [])
+
+
+def test_the_logs_are_the_two_h200_bursts_and_their_records(found):
+    assert [b.path.name for b in found] == ["2026-11-27T2308Z.log", "2026-11-27T2317Z.log"]
+    assert [len(b.records) for b in found] == [79, 31]  # 90 lr-sensitivity, 20 warmup-axis
+    assert all(b.jobs == 8 for b in found)
+    assert {r.device_name for b in found for r in b.records} == {"NVIDIA H200"}
+    assert [b.sweep_s for b in found] == [201, 27] and [b.done_s for b in found] == [508, 270]
+
+
+def test_the_measured_constants_are_the_fit(found):
+    """Never tuned by hand: the cost module's measured constants are the rule's values, rounded."""
+    fitted = calibrate.fit(found)
+    assert cost.SLOWDOWN_AT_8_JOBS == round(fitted["SLOWDOWN_AT_8_JOBS"], 2)
+    for name in ("POOL_SECONDS", "SWEEP_SECONDS", "INSTALL_SECONDS", "BENCH_SECONDS"):
+        assert getattr(cost, name) == round(fitted[name]), name
+    assert cost.BURST_SECONDS == cost.INSTALL_SECONDS + cost.SWEEP_SECONDS
+
+
+def test_the_model_is_within_a_factor_of_the_bursts(found):
+    assert failures(found) == []
+    ratios = calibrate.compare(found)["runs"]
+    assert sum(off_by(r, 1.0) <= FACTOR for r in ratios) >= 0.9 * len(ratios)  # not only the median
+
+
+def test_the_old_constants_fail_the_same_check(found, monkeypatch):
+    """The model before the fit: 8 jobs 1.75× slower than one, nothing for the sweep's start or a
+    pool's, and an experiment's runs as their sum ÷ jobs (no last, partly empty wave)."""
+    monkeypatch.setattr(cost, "SLOWDOWN_AT_8_JOBS", 1.75)
+    monkeypatch.setattr(cost, "sweep_seconds", lambda exps, jobs: sum(sum(s) for s in exps) / jobs)
+    assert [f for f in failures(found) if f.startswith("2026-11-27T2317Z.log")]
+
+
+def test_the_plan_the_bursts_printed_fails_it(found):
+    """Each burst's own plan (step times it measured, tfx.runs.sweep.measure_step_seconds) for the
+    experiments it recorded, pro rata to the runs recorded, was several times too optimistic."""
+    for b in found:
+        text = b.path.read_text(encoding="utf-8")
+        planned = 0.0
+        for name in {r.experiment for r in b.records}:
+            m = re.search(rf"^  {re.escape(name)} .*?(\d+) of \d+\s+runs to do\s+≈\s+([\d.]+) min", text, re.M)
+            n = sum(r.experiment == name for r in b.records)
+            planned += float(m.group(2)) * n / int(m.group(1))
+        assert off_by(planned, b.sweep_seconds / 60) > 3 * FACTOR, b.path.name
+
+
+def test_one_run_alone_is_the_h200_benchs_step():
+    """The H100/H200 conversion is 1: a bare 6+6 step alone, as the model has it, is within the
+    factor of every 'tfx' ms/step row of results/gpu-bench.txt (the bench's shapes)."""
+    text = (ROOT / "results" / "gpu-bench.txt").read_text(encoding="utf-8")
+    rows = re.findall(r"\(6\+6 encoder–decoder, d 512, FFN (\d+), vocabulary (\d+); (\d+) tokens/step\).*?"
+                      r"^\s+tfx\s+([\d.]+)\s", text, re.M | re.S)
+    assert len(rows) == 3
+    for ffn, vocab, tokens, ms in rows:
+        six = dict(d_model=512, n_heads=8, d_ffn=int(ffn), n_enc=6, n_dec=6)
+        length = 32 if int(tokens) == 8192 else 64  # the bench's --length (scripts/gpu_burst.sh)
+        modelled = cost.bare_step_seconds(six, int(tokens) // 2 // length, length, length, int(vocab))
+        assert off_by(modelled, float(ms) / 1000) <= FACTOR, (tokens, ms, modelled)
+
+
+def test_a_log_without_its_sweep_names_what_it_lacks(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text("== gpu_burst 2026-11-27T23:08:49Z: tree /t, out /o, budget 9 min, 8 job(s)\n"
+                   "   tfx-book installed from this tree: code abc (18 s)\n")
+    with pytest.raises(ValueError, match=r"no '== sweep \(N s\)' line"):
+        calibrate.read_log(log)
+
+
+def test_makespan_packs_runs_in_order_onto_the_workers():
+    assert cost.makespan([10.0] * 9, 8) == 20.0  # a ninth run: a second wave
+    assert cost.makespan([10.0] * 8, 8) == 10.0
+    assert cost.makespan([], 8) == 0.0 and cost.experiment_seconds([], 8) == 0.0
+    assert cost.makespan([30.0, 10.0, 10.0, 10.0], 2) == 30.0
+    assert cost.sweep_seconds([[10.0] * 9, [5.0]], 8) == cost.SWEEP_SECONDS + 2 * cost.POOL_SECONDS + 25.0
+    with pytest.raises(ValueError, match="jobs="):
+        cost.makespan([1.0], 0)
