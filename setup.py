@@ -1,5 +1,5 @@
 """The build step pyproject.toml cannot say: a wheel carries the experiment files and the
-recorded results (gzipped, checksummed) in tfx/shipped/, so every chapter runs from a
+recorded results (compressed, checksummed) in tfx/shipped/, so every chapter runs from a
 pip install with no checkout beside it (tfx/runs/shipped.py). Everything else is in
 pyproject.toml."""
 import importlib.util
