@@ -12,12 +12,15 @@ finished run appended to ``results/NAME.PROFILE.jsonl`` (see :mod:`tfx.runs.resu
 
     python -m tfx.sweep experiments/warmup --profile book --jobs 8
     python -m tfx.sweep experiments/warmup --shard $SLURM_ARRAY_TASK_ID/16   # one job of 16
+    python -m tfx.sweep experiments/warmup --executor ray --ray-address auto --gpus-per-task 0.25
 
 A rerun skips the runs already recorded (same experiment, profile, label, configs, seed,
 task and :func:`code_hash` of the training code: a commit elsewhere keeps them) and resumes an interrupted run from its checkpoint, so after a
 ``kill -9`` the rerun's records equal an uninterrupted sweep's. ``--jobs N`` trains N runs
 at once in separate processes; ``--shard I/N`` (0 ≤ I < N) keeps every N-th run, for a
 scheduler's array job, each shard writing its own file that :func:`tfx.runs.results.load` merges.
+``--executor ray`` trains the runs as Ray tasks on a Ray cluster (:func:`ray_executor`, the
+optional extra ``tfx-book[ray]``); this process still claims and records every run.
 
 Each record says what ran, where and with which code (device, AMP dtype, code version),
 how long it took and how it ended (status, reason and the full History), so a chapter's
@@ -35,8 +38,11 @@ import os
 import sys
 import time
 import traceback
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 try:
     import fcntl
@@ -342,11 +348,12 @@ def recorded_line(files, key: str) -> dict | None:
 
 def train_job(job: dict) -> tuple[dict, str]:
     """Train one planned run (:func:`plan`'s job) and return (record dict, how: 'trained' or
-    'resumed from its checkpoint'); records nothing."""
+    'resumed from its checkpoint'); records nothing. A job whose ``checkpoint`` is None trains
+    from its start and saves no checkpoint."""
     import torch
 
     task, run = _task(job), job["run"]
-    how = "resumed from its checkpoint" if os.path.exists(job["checkpoint"]) else "trained"
+    how = "resumed from its checkpoint" if job["checkpoint"] and os.path.exists(job["checkpoint"]) else "trained"
     threads = torch.get_num_threads()
     torch.set_num_threads(job["threads"])  # the same in every process: the same numbers
     train_it = functools.partial(run_one, run.label, ModelConfig.for_task(task, **run.model), task, run.train,
@@ -368,12 +375,13 @@ def train_job(job: dict) -> tuple[dict, str]:
     return rec.to_dict(), how
 
 
-def _work(job: dict) -> tuple[dict, str] | None:
+def _work(job: dict, train=train_job) -> tuple[dict, str] | None:
     """Claim, train and record one run (in this process or a worker); returns (record dict,
     how: 'trained', 'resumed from its checkpoint' or 'recorded by another sweep'), or None
     when another process holds the run's claim (``job["wait"]``: wait for it instead).
     The record is appended while the claim is held, so a process that claims the run next
-    finds it recorded."""
+    finds it recorded. ``train``: what trains the job and returns (record dict, how), here
+    (:func:`train_job`) or elsewhere (a Ray task: :func:`ray_executor`)."""
     with claim(job["lock"], wait=job.get("wait", False)) as held:
         if not held:
             return None
@@ -382,7 +390,7 @@ def _work(job: dict) -> tuple[dict, str] | None:
                               job["key"])
         if other is not None:
             return other, "recorded by another sweep"
-        d, how = train_job(job)
+        d, how = train(job)
         results.append(job["out"], d)
         Path(job["checkpoint"]).unlink(missing_ok=True)
         return d, how
@@ -410,6 +418,159 @@ def _die_with_parent(parent: int):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the sweep died while this worker was starting
         os._exit(1)
+
+
+# ---------------------------------------------------------------------- executors: where the runs train
+EXECUTORS = ("local", "ray")
+
+
+class Executor(NamedTuple):
+    """Where a sweep's runs train: ``submit(job)`` starts :func:`_work` on ``job`` and returns a
+    Future of its result; ``train(job)`` is what ``_work`` trains with (for a run another sweep
+    held, tried again at the end); ``at_once``: how many runs are in flight."""
+    submit: Callable[[dict], Future]
+    train: Callable[[dict], tuple]
+    at_once: int
+
+
+def _settled(fn, *args) -> Future:
+    """``fn(*args)`` called now, as a finished Future (its result or its exception)."""
+    fut = Future()
+    try:
+        fut.set_result(fn(*args))
+    except Exception as e:
+        fut.set_exception(e)
+    return fut
+
+
+@contextlib.contextmanager
+def local_executor(jobs: int = 1):
+    """Runs trained on this machine: one at a time in this process (``jobs`` 1), or ``jobs`` at
+    once, each in its own spawned process, each of which records its run."""
+    if jobs == 1:
+        yield Executor(functools.partial(_settled, _work), train_job, 1)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
+        yield Executor(functools.partial(pool.submit, _work), train_job, jobs)
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError('--executor ray needs Ray, an optional extra of tfx-book: '
+                           'pip install "tfx-book[ray]"') from None
+    return ray
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None):
+    """Ray in this process: the session it has, else ``ray.init(address)``, shut down at the end.
+    ``address`` None: Ray's own choice ($RAY_ADDRESS where set, else a local Ray started here);
+    'auto': the cluster this machine joined with ``ray start``; 'ray://HOST:10001': a cluster's
+    client port."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    try:
+        ray.init(address=address)
+    except ConnectionError as e:
+        raise RuntimeError(f"--ray-address {address or os.environ.get('RAY_ADDRESS', '')}: {e}") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def ray_capacity(ray, gpus_per_task: float, cpus_per_task: int) -> int:
+    """How many runs the Ray cluster trains at once now, each asking for ``cpus_per_task`` CPUs
+    and ``gpus_per_task`` of a GPU: an error where it can train none."""
+    total = ray.cluster_resources()
+    cpus, gpus = total.get("CPU", 0), total.get("GPU", 0)
+    if gpus_per_task and not gpus:
+        raise ValueError(f"--gpus-per-task {gpus_per_task:g}: the Ray cluster has no GPU; "
+                         "give 0 to train on its CPUs")
+    if cpus < cpus_per_task:
+        raise ValueError(f"--threads {cpus_per_task}: each run asks Ray for that many CPUs and the "
+                         f"cluster has {cpus:g}")
+    at_once = int(cpus // cpus_per_task)
+    return min(at_once, int(gpus / gpus_per_task + 1e-9)) if gpus_per_task else at_once
+
+
+def train_on_ray_worker(job: dict) -> tuple[dict, str]:
+    """A Ray task: train ``job`` on the machine Ray chose and return (record dict, how); it
+    records nothing. The run checkpoints only where the driver's results folder is this
+    machine's too (the driver's mark file is there); elsewhere it trains from its start and
+    leaves no file behind."""
+    if code_version() != job["driver_code"]:
+        import socket
+
+        raise RuntimeError(f"the Ray worker on {socket.gethostname()} has other training code "
+                           f"({code_version()}) than the driver ({job['driver_code']}): "
+                           "install the same tfx-book on every machine of the cluster")
+    if not os.path.exists(job["driver_mark"]):
+        job = {**job, "checkpoint": None}
+    return train_job(job)
+
+
+@contextlib.contextmanager
+def ray_executor(results_dir, address: str | None = None, gpus_per_task: float = 0.0, threads: int = 1,
+                 jobs: int | None = None):
+    """Runs trained as Ray tasks (:func:`train_on_ray_worker`), each asking Ray for ``threads``
+    CPUs and ``gpus_per_task`` of a GPU, ``jobs`` in flight (default: as many as the cluster
+    holds now). Each run is claimed, looked up and recorded by :func:`_work` in one of this
+    process's threads while Ray trains it elsewhere, so this process (the driver) is the one
+    writer of ``results_dir``. Runs still in flight when the sweep stops are cancelled."""
+    with ray_session(address) as ray:
+        capacity = ray_capacity(ray, gpus_per_task, threads)  # an error where the cluster can train no run
+        at_once = jobs or capacity
+        task = ray.remote(num_cpus=threads, num_gpus=gpus_per_task)(train_on_ray_worker)
+        # a worker that sees this file shares the driver's results folder, and with it the checkpoints
+        mark = Path(results_dir).absolute() / "checkpoints" / f".driver-{uuid.uuid4().hex}"
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+        in_flight = set()
+
+        def train(job):
+            ref = task.remote({**job, "checkpoint": str(Path(job["checkpoint"]).absolute()),
+                               "driver_mark": str(mark), "driver_code": code_version()})
+            in_flight.add(ref)
+            try:
+                return ray.get(ref)
+            finally:
+                in_flight.discard(ref)
+
+        pool = ThreadPoolExecutor(at_once, thread_name_prefix="tfx-ray-run")
+        try:
+            yield Executor(functools.partial(pool.submit, _work, train=train), train, at_once)
+        except BaseException:
+            for ref in list(in_flight):
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            pool.shutdown(cancel_futures=True)
+            mark.unlink(missing_ok=True)
+
+
+def _run_jobs(todo, executor: Executor, fits, settle) -> None:
+    """Keep ``executor.at_once`` runs of ``todo`` in flight, each started only if ``fits(job)``,
+    and ``settle(job, future.result)`` each as it ends."""
+    waiting, futures = list(todo), {}
+    while waiting or futures:
+        while waiting and len(futures) < executor.at_once:
+            job = waiting.pop(0)
+            if fits(job):
+                futures[executor.submit(job)] = job
+        if not futures:
+            break
+        done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        for fut in done:
+            settle(futures.pop(fut), fut.result)
 
 
 def _unclaimed(lock) -> bool:
@@ -471,18 +632,24 @@ def _ran(rec, task: str, seq_len: int, run) -> bool:
     return rec.config.to_dict() == model.to_dict()
 
 
-def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
+def run_experiment(experiment, profile=None, results_dir=None, jobs: int | None = None, shard=None,
                    threads: int = 1, progress: bool = True, fixture: bool = False,
                    deadline: float | None = None, step_seconds: dict | None = None,
-                   seal: bool = True) -> list[Record]:
+                   seal: bool = True, executor: str = "local", ray_address: str | None = None,
+                   gpus_per_task: float = 0.0) -> list[Record]:
     """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
     (default: the current one); returns this shard's Records in the experiment's order.
 
     Each finished run is appended to ``results_dir`` (default ``results/``); runs already
     recorded with this training code (:func:`code_hash`) are skipped; a run with a checkpoint
-    continues from it. ``jobs``: runs trained at once, each in its own process (spawned);
-    ``threads``: torch threads per run. ``shard``: ``(I, N)`` or ``"I/N"``: only runs I,
+    continues from it. ``jobs``: runs trained at once (default 1), each in its own process
+    (spawned); ``threads``: torch threads per run. ``shard``: ``(I, N)`` or ``"I/N"``: only runs I,
     I+N, I+2N, …. A run that raises does not stop the others; the error is reported at the end.
+
+    ``executor="ray"``: the runs train as Ray tasks (:func:`ray_executor`) on a local Ray or the
+    cluster at ``ray_address``, each with ``threads`` CPUs and ``gpus_per_task`` of a GPU
+    (0.25: four runs to a GPU), ``jobs`` in flight (default: as many as the cluster holds); this
+    process records every run. Checkpoints need the results folder shared with the workers.
 
     ``deadline`` (a ``time.monotonic()`` value) with ``step_seconds`` (from
     :func:`measure_step_seconds`, per model size): no run starts that is not expected to
@@ -491,8 +658,12 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
     ``seal``: once every run of this shard is recorded, its open batch becomes a sealed one
     (:func:`tfx.runs.results.seal`); off, it stays open (to inspect or damage it in a test).
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
+    check_executor(executor, ray_address, gpus_per_task)
+    if executor == "ray" and deadline is not None:
+        raise ValueError("deadline: the step times are measured on this machine, not on Ray's workers; "
+                         "give a deadline with executor='local' only")
     p = plan(experiment, profile, results_dir, shard, threads, fixture)
     mine, todo, recorded, out = p["mine"], p["todo"], p["recorded"], p["out"]
     i, n = p["shard"]
@@ -506,15 +677,7 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
 
     bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=p["experiment"], unit="run",
                disable=not progress)
-    failures, deferred = [], []
-
-    def fits(job) -> bool:
-        if deadline is None:
-            return True
-        ok = time.monotonic() + estimate_seconds(job, step_seconds, jobs) <= deadline
-        if not ok:
-            deferred.append(job)
-        return ok
+    failures, deferred, claimed = [], [], []
 
     def finish(job, result):
         d, how = result
@@ -539,33 +702,23 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
         else:
             finish(job, result)
 
-    claimed = []
-    if jobs == 1:
-        for job in todo:
-            if fits(job):
-                settle(job, functools.partial(_work, job))
-    else:
-        import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    if todo:
+        where = (ray_executor(out.parent, ray_address, gpus_per_task, threads, jobs) if executor == "ray"
+                 else local_executor(jobs or 1))
+        with where as ex:
+            def fits(job) -> bool:
+                if deadline is None:
+                    return True
+                ok = time.monotonic() + estimate_seconds(job, step_seconds, ex.at_once) <= deadline
+                if not ok:
+                    deferred.append(job)
+                return ok
 
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-            waiting, futures = list(todo), {}
-            while waiting or futures:
-                while waiting and len(futures) < jobs:  # keep `jobs` runs going, each only if it fits
-                    job = waiting.pop(0)
-                    if fits(job):
-                        futures[pool.submit(_work, job)] = job
-                if not futures:
-                    break
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    job = futures.pop(fut)
-                    settle(job, fut.result)
-    for job in claimed:  # wait for the other sweep; train the run here if it stopped without recording it
-        bar.write(f"{job['run'].label} seed {job['run'].seed}: another sweep is training it; waiting",
-                  file=sys.stderr)
-        settle(job, functools.partial(_work, {**job, "wait": True}))
+            _run_jobs(todo, ex, fits, settle)
+            for job in claimed:  # wait for the other sweep; train the run here if it stopped without recording it
+                bar.write(f"{job['run'].label} seed {job['run'].seed}: another sweep is training it; waiting",
+                          file=sys.stderr)
+                settle(job, functools.partial(_work, {**job, "wait": True}, ex.train))
     bar.close()
     if deferred:
         log(f"budget: {len(deferred)} run(s) of {p['experiment']} would not finish in time and did not start; "
@@ -577,6 +730,22 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
         if sealed is not None:
             log(f"sealed the batch: {sealed}")
     return [recorded[k] for k in mine if k in recorded]
+
+
+def check_executor(executor: str, ray_address: str | None = None, gpus_per_task: float = 0.0,
+                   option=lambda name: name) -> None:
+    """A ValueError naming the option where ``executor``, ``ray_address`` or ``gpus_per_task``
+    is not allowed; ``option`` spells an argument's name (the command line's ``--gpus-per-task``)."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"{option('executor')}={executor!r} must be one of {', '.join(EXECUTORS)}")
+    if isinstance(gpus_per_task, bool) or not isinstance(gpus_per_task, (int, float)) \
+            or not 0 <= gpus_per_task <= 1:
+        raise ValueError(f"{option('gpus_per_task')}={gpus_per_task!r} must be a share of one GPU from 0 to 1 "
+                         "(0.25: four runs to a GPU; 0: the workers' CPUs)")
+    if executor != "ray":
+        for name, value in (("gpus_per_task", gpus_per_task), ("ray_address", ray_address)):
+            if value:
+                raise ValueError(f"{option(name)}={value!r} is for Ray: give it with {option('executor')}=ray")
 
 
 def load_or_run(experiment: str, profile, run_missing: bool | None = None, results_dir=None) -> list[Record]:
@@ -596,14 +765,17 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
 
 def main(argv=None) -> int:
     """``python -m tfx.sweep experiments/NAME [NAME …] [--profile P] [--jobs N] [--shard I/N]
-    [--results DIR] [--budget-minutes M | --plan] [--fixture]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
+    [--results DIR] [--budget-minutes M | --plan] [--fixture]
+    [--executor ray [--ray-address ADDRESS] [--gpus-per-task F]]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("experiments", nargs="+", metavar="experiment",
                     help="experiments/NAME or experiments/NAME.toml; several run in the order given (with --plan or "
                          "--budget-minutes: those already partly swept first)")
     ap.add_argument("--profile", choices=("quick", "book", "full"), default=None,
                     help="sizes to use (default: $TFX_PROFILE, else full with CUDA, book without)")
-    ap.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="runs trained at once, each in its own process (default 1; with --executor ray: "
+                         "as many as the Ray cluster holds)")
     ap.add_argument("--shard", default=None, help="I/N: run only every N-th run, starting at I (0 ≤ I < N)")
     ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
@@ -616,6 +788,15 @@ def main(argv=None) -> int:
                          "the H100 cost model of tfx.runs.cost, and the total) and exit: trains nothing")
     ap.add_argument("--fixture", action="store_true",
                     help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
+    ap.add_argument("--executor", choices=EXECUTORS, default="local",
+                    help="local (default): on this machine, in processes; ray: as Ray tasks on a local Ray or a "
+                         "cluster (pip install 'tfx-book[ray]'), recorded by this process")
+    ap.add_argument("--ray-address", default=None,
+                    help="with --executor ray: the cluster, 'auto' (joined with `ray start`) or ray://HOST:10001 "
+                         "(default: $RAY_ADDRESS, else a local Ray)")
+    ap.add_argument("--gpus-per-task", type=float, default=0.0,
+                    help="with --executor ray: the share of a GPU each run gets, 0 to 1 (0.25: four runs to a GPU; "
+                         "default 0: the workers' CPUs)")
     ap.add_argument("--rejudge", action="store_true",
                     help="store in every record of these experiments the outcome the current rule gives it, and exit")
     args = ap.parse_args(argv)
@@ -623,8 +804,13 @@ def main(argv=None) -> int:
     from .profiles import get_profile
 
     try:
-        if isinstance(args.jobs, bool) or args.jobs < 1:
+        if args.jobs is not None and args.jobs < 1:
             raise ValueError(f"--jobs={args.jobs} must be an integer ≥ 1")
+        check_executor(args.executor, args.ray_address, args.gpus_per_task,
+                       option=lambda name: "--" + name.replace("_", "-"))
+        if args.executor == "ray" and args.budget_minutes is not None:
+            raise ValueError("--budget-minutes measures step times on this machine, not on Ray's workers: "
+                             "give it without --executor ray")
         if args.budget_minutes is not None and not args.budget_minutes > 0:
             raise ValueError(f"--budget-minutes={args.budget_minutes} must be > 0")
         start = time.monotonic()
@@ -643,7 +829,7 @@ def main(argv=None) -> int:
             exps = partly_swept_first(exps, args.profile, args.results, args.shard, args.fixture)
         if args.plan:
             plans = [plan(e, args.profile, args.results, args.shard, args.threads, args.fixture) for e in exps]
-            text, _ = plan_text(plans, args.jobs, details=True)
+            text, _ = plan_text(plans, args.jobs or 1, details=True)
             print(text)
             return 0
         if args.list:
@@ -660,7 +846,8 @@ def main(argv=None) -> int:
             deadline = start + 60 * args.budget_minutes
         for exp in exps:
             run_experiment(exp, args.profile, args.results, jobs=args.jobs, shard=args.shard, threads=args.threads,
-                           fixture=args.fixture, deadline=deadline, step_seconds=step_seconds)
+                           fixture=args.fixture, deadline=deadline, step_seconds=step_seconds,
+                           executor=args.executor, ray_address=args.ray_address, gpus_per_task=args.gpus_per_task)
         if deadline is not None:
             left = sum(len(plan(e, args.profile, args.results, args.shard, fixture=args.fixture)["todo"]) for e in exps)
             print(f"budget: {(time.monotonic() - start) / 60:.1f} of {args.budget_minutes:g} min used; "
@@ -692,7 +879,7 @@ def print_plan(exps, args) -> dict:
         for job in p["todo"]:
             if _size_key(job) not in step_seconds:
                 step_seconds[_size_key(job)] = measure_step_seconds(job)
-    text, _ = plan_text(plans, args.jobs, step_seconds, budget=args.budget_minutes)
+    text, _ = plan_text(plans, args.jobs or 1, step_seconds, budget=args.budget_minutes)
     print(text, file=sys.stderr, flush=True)
     return step_seconds
 
