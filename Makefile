@@ -74,7 +74,7 @@ endef
 
 # The claims appendix is generated from tfx/book/claims.py, the tests and the chapters.
 claims-page: $(STAMP)
-	$(BIN)/python -m tfx.book.claims book/claims.md
+	$(BIN)/python -m tfx.book.claims_page book/claims.md
 
 book: $(STAMP) claims-page
 	$(call jupyter_book,,book)

@@ -73,13 +73,13 @@ def test_colab_links_point_at_this_repository():
 # and the chapters, so it cannot drift from them.
 # --------------------------------------------------------------------------
 
-from tfx.book import claims  # noqa: E402
+from tfx.book import claims, claims_page  # noqa: E402
 
-REGENERATE = "regenerate it: python -m tfx.book.claims book/claims.md"
+REGENERATE = "regenerate it: python -m tfx.book.claims_page book/claims.md"
 
 
 def test_every_claim_id_in_the_tests_and_chapters_is_registered():
-    in_tests = claims.ids_in_tests(ROOT)
+    in_tests = claims_page.ids_in_tests(ROOT)
     in_chapters = claims.ids_in_chapters(ROOT, kinds=("markdown", "code"))
     unknown = {i: where for i, where in {**in_chapters, **in_tests}.items() if i not in claims.BY_ID}
     assert not unknown, f"claim ids with no entry in tfx/book/claims.py CLAIMS: {unknown}"
@@ -101,7 +101,7 @@ def test_claim_measurements_name_glued_values():
 
 def test_claims_page_is_generated_and_in_the_toc():
     page = ROOT / "book" / "claims.md"
-    assert page.read_text(encoding="utf-8") == claims.render_page(ROOT), f"book/claims.md is out of date; {REGENERATE}"
+    assert page.read_text(encoding="utf-8") == claims_page.render_page(ROOT), f"book/claims.md is out of date; {REGENERATE}"
     assert "book/claims" in _toc_files()
     for c in claims.CLAIMS:
         assert f"\n## {c.id}\n" in page.read_text(encoding="utf-8")
@@ -113,7 +113,7 @@ def test_every_glued_status_is_a_word_of_the_vocabulary():
     found = claims.statuses(ROOT)
     bad = {i: s for i, (_, s) in found.items() if s not in claims.STATUSES}
     assert not bad, f"statuses outside {claims.STATUSES}: {bad}"
-    page = claims.render_page(ROOT)
+    page = claims_page.render_page(ROOT)
     for i, (stem, _) in found.items():
         assert f"{stem}.ipynb::status-{i}:s" in page
 
@@ -208,23 +208,23 @@ def test_the_identities_are_derivations_on_the_claims_page():
 
 
 def test_the_claims_command_scans_the_repository_by_default():
-    """``python -m tfx.book.claims`` with no argument prints this checkout's page: every chapter
+    """``python -m tfx.book.claims_page`` with no argument prints this checkout's page: every chapter
     and every claim test found (its root was tfx/ once, which has neither)."""
     import subprocess
     import sys
 
     assert claims.ROOT == ROOT
-    out = subprocess.run([sys.executable, "-m", "tfx.book.claims"], cwd=ROOT / "book", check=True,
+    out = subprocess.run([sys.executable, "-m", "tfx.book.claims_page"], cwd=ROOT / "book", check=True,
                          capture_output=True, text=True).stdout
-    assert out == claims.render_page(ROOT)
+    assert out == claims_page.render_page(ROOT)
     assert "{doc}`01-" in out and "in `tests/test_claims.py`" in out
 
 
 def test_the_claims_command_names_what_is_missing(tmp_path):
     with pytest.raises(SystemExit, match="not a tfx-book checkout"):
-        claims.repository(tmp_path)
+        claims_page.repository(tmp_path)
     with pytest.raises(SystemExit, match="with none beside it"):
-        claims.repository(None)
+        claims_page.repository(None)
 
 
 def test_make_test_checks_the_claims_page_and_never_rewrites_it():
@@ -234,9 +234,9 @@ def test_make_test_checks_the_claims_page_and_never_rewrites_it():
 
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "CI": ""}).stdout
-    assert "tfx.book.claims" not in dry, "make test regenerates book/claims.md before the test compares it"
+    assert "tfx.book.claims_page" not in dry, "make test regenerates book/claims.md before the test compares it"
     dry_book = subprocess.run(["make", "-n", "book"], cwd=ROOT, capture_output=True, text=True).stdout
-    assert "tfx.book.claims book/claims.md" in dry_book  # `make book` is where it is regenerated
+    assert "tfx.book.claims_page book/claims.md" in dry_book  # `make book` is where it is regenerated
 
 
 def test_make_test_fails_when_pytest_collects_nothing():
@@ -270,9 +270,9 @@ def test_claims_scan_finds_tests_chapters_and_glue(tmp_path, monkeypatch):
                     {"cell_type": "code", "source": [f"glue('claim-{cid}', 'x')"], "metadata": {},
                      "outputs": [{"output_type": "display_data", "data": {}, "metadata": {"scrapbook": {"name": f"claim-{cid}"}}}]}]}
     (tmp_path / "book" / "08-tfixup.ipynb").write_text(json.dumps(nb))
-    assert claims.ids_in_tests(tmp_path) == {cid: [f"tests/test_claims.py::test_{fn}_condition"]}
+    assert claims_page.ids_in_tests(tmp_path) == {cid: [f"tests/test_claims.py::test_{fn}_condition"]}
     assert claims.ids_in_chapters(tmp_path) == {cid: ["08-tfixup"]}
-    page = claims.render_page(tmp_path)
+    page = claims_page.render_page(tmp_path)
     section = page.split(f"\n## {cid}\n")[1].split("\n## ")[0]
     assert f"**Measured:** {{glue:text}}`08-tfixup.ipynb::claim-{cid}:s`" in section
     assert "**Chapters:** {doc}`08-tfixup`" in section
@@ -291,7 +291,7 @@ def test_claims_scan_lists_the_registry_tests_cases_for_every_registered_claim(t
     (tmp_path / "tests" / "test_claims.py").write_text(
         "def test_registered_claim_status(claim):\n    pass\n\n\n"
         "def test_registered_comparison_verdict(claim, k):\n    pass\n")
-    found = claims.ids_in_tests(tmp_path)
+    found = claims_page.ids_in_tests(tmp_path)
     assert set(found) == set(evidence.BY_CLAIM)
     n = len(evidence.BY_CLAIM["AD-3"])
     assert found["AD-3"] == ["tests/test_claims.py::test_registered_claim_status[AD_3]",
@@ -301,7 +301,7 @@ def test_claims_scan_lists_the_registry_tests_cases_for_every_registered_claim(t
 def test_every_claim_on_the_page_is_measured():
     """The book's claims page: every claim that is not quoted context carries a measurement."""
     assert all(c.measured for c in claims.CLAIMS if not c.context)
-    assert "not measured yet" not in claims.render_page(ROOT)
+    assert "not measured yet" not in claims_page.render_page(ROOT)
 
 
 def test_context_claims_render_as_context_not_as_missing():
@@ -309,7 +309,7 @@ def test_context_claims_render_as_context_not_as_missing():
     'not measured yet' / 'none yet', and a context claim cannot carry a measurement."""
     context = [c for c in claims.CLAIMS if c.context]
     assert [c.id for c in context] == ["TF-3"]
-    section = claims.render_page(ROOT).split("\n## TF-3\n")[1].split("\n## ")[0]
+    section = claims_page.render_page(ROOT).split("\n## TF-3\n")[1].split("\n## ")[0]
     assert "not measured yet" not in section and "none yet" not in section
     assert "quoted for context" in section and "context, not a check" in section
     with pytest.raises(ValueError, match="context"):

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "CONTRIBUTING.md", "Makefile")
 PATH = re.compile(r"(?<![\w./-])((?:tfx|scripts|tests|tools|book|experiments|results|\.ci)/[\w./*{}-]*[\w*}])")
 MODULE = re.compile(r"(?<![\w.])(tfx(?:\.[A-Za-z_]\w*)+)")
-PLACEHOLDER = re.compile(r"NAME|NN|slug|\{|[A-Z]-of-[A-Z]|-x\b|\bX\b")
+PLACEHOLDER = re.compile(r"NAME|NN|slug|STAMP|\{|[A-Z]-of-[A-Z]|-x\b|\bX\b")
 
 
 def _ignored_outputs() -> set:
@@ -31,7 +31,9 @@ def _ignored_outputs() -> set:
 
 
 def _exists(path: str) -> bool:
-    if path.startswith("results/") and path.endswith(".jsonl"):
+    if (ROOT / path).exists():
+        return True
+    if path.startswith("results/") and path.endswith((".jsonl", ".jsonl.xz")):  # an experiment's records
         return (ROOT / "experiments" / f"{Path(path).name.split('.')[0]}.toml").exists()
     if path.strip("/") in _ignored_outputs():
         return True

@@ -7,5 +7,6 @@ nothing in tfx imports it.
     widgets          the chapters' explorers
     sweep_explorers  every seed of one cell of a recorded sweep
     toy              the small models of chapter 1
-    claims           the registry behind the claims appendix (python -m tfx.book.claims)
+    claims           the registry behind the claims appendix
+    claims_page      the claims appendix itself (python -m tfx.book.claims_page)
 """

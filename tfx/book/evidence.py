@@ -655,7 +655,7 @@ def describe(claim: str, profile: str = "book", load=records) -> str:
         if c.part == FAILURE:
             failed, n = c.failed(load(c.experiment, profile))
             verdict += f" ({c.a}: {failed} of {n} runs failed" + ("" if failed == n else f"; {BEHIND}") + ")"
-        lines.append(f"{c.says}: {e.describe()}, {verdict} ({scale(recs)}; experiments/{c.experiment}.toml)")
+        lines.append(f"{c.label(load(c.experiment, profile))}: {e.describe()}, {verdict} ({scale(recs)}; experiments/{c.experiment}.toml)")
     return "; ".join(lines)
 
 
