@@ -249,21 +249,25 @@ def _size_key(job) -> str:
     return json.dumps([job["task"], model, train], sort_keys=True, default=str)
 
 
-def measure_step_seconds(job, steps: int = 4) -> float:
-    """Seconds per training step of ``job``'s model size on this device, from a short
-    warm-up: a 2-step run and a (2 + ``steps``)-step run; their difference is ``steps``
-    steady steps (the first steps, compilation and the final evaluation cancel)."""
+def measure_step_seconds(job, steps: int = 8) -> float:
+    """Seconds per training step of ``job``'s model size on this device, from three short
+    runs: a 2-step run thrown away (the first run in a process pays for starting the device:
+    the CUDA context, kernel selection, the allocator's first blocks), then a 2-step and a
+    (2 + ``steps``)-step run, whose difference is ``steps`` steady steps (the first steps and
+    the final evaluation cancel). Where noise makes that difference not positive, the longer
+    run's time per step (which overstates, never understates, a step)."""
     task, run = _task(job), job["run"]
     cfg = ModelConfig.for_task(task, **run.model)
     times = []
-    for n in (2, 2 + steps):
+    for n in (2, 2, 2 + steps):
         tc = run.train.replace(steps=n, eval_every=0, eval_batches=1, checkpoint_every=0, checkpoint_path=None,
                                diagnose=False, progress=False)
         model = build_for_run(cfg, task, tc)
         t0 = time.perf_counter()
         train(model, task, tc)
         times.append(time.perf_counter() - t0)
-    return max(times[1] - times[0], 1e-4) / steps
+    _, short, long = times
+    return (long - short) / steps if long > short else long / (2 + steps)
 
 
 def modelled_step_seconds(job) -> float:
