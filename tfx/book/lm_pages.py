@@ -521,14 +521,6 @@ def glue_zl1(lrecs, best_lr: str, high_lr: str) -> None:
     glue("zl-why", evidence.NOT_TESTABLE["ZL-1"])
 
 
-def zl1_effects_figure(P, zl1, task: str):
-    fig, ax = figure(P, width=9.4, height=1.9, task=task)
-    effects_plot(ax, [(f"lr {c.point['lr']}", e) for c, e in zl1],
-                 title="ZL-1: |log Z| at the end, paired by seed, 95 % interval",
-                 xlabel="no fix − z-loss (nats)")
-    return fig
-
-
 def ec1(P, lrecs, lr_names, best_lr: str):
     """EC-1 at this scale: which runs without a fix failed, learned or are still learning;
     where the still-learning runs above the best rate part from the learned ones in lowest
