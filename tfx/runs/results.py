@@ -210,12 +210,18 @@ def seal(path) -> Path | None:
     sealed file, or None (nothing to seal: the batch is absent or empty, or its last line is
     torn, which is left for a person to look at, with a warning)."""
     path = Path(path)
-    if not path.exists():
-        return None
-    fd = os.open(path, os.O_RDWR)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None  # absent, or sealed by another sweep a moment ago
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                return None  # sealed and started anew while we waited: the new batch is another's
+        except FileNotFoundError:
+            return None  # sealed by another sweep while we waited
         data = path.read_bytes()
         if not data.strip():
             path.unlink()
@@ -350,10 +356,23 @@ def load(experiment: str, profile=None, results_dir=None) -> list[Record]:
 
     if profile is None or not isinstance(profile, str):
         profile = (profile or get_profile(check_task=False)).name
-    files = files_for(results_dir or default_dir(), experiment, profile)
-    if not files and results_dir is None and shipped.checkout_root() is None:
+    folder = results_dir or default_dir()
+    if not files_for(folder, experiment, profile) and results_dir is None and shipped.checkout_root() is None:
         files = shipped.shipped_results(experiment, profile)
-    return read(files) if files else []
+        return read(files) if files else []
+    return read_experiment(folder, experiment, profile)
+
+
+def read_experiment(results_dir, experiment: str, profile: str, dedupe: bool = True) -> list[Record]:
+    """:func:`read` of every results file of ``experiment`` in ``profile`` under ``results_dir``,
+    found anew if one vanishes while it is read: another sweep sealed that open batch, and its
+    records are in the sealed file that took its place."""
+    for _ in range(5):
+        try:
+            return read(files_for(results_dir, experiment, profile), dedupe=dedupe)
+        except FileNotFoundError:
+            continue
+    return read(files_for(results_dir, experiment, profile), dedupe=dedupe)
 
 
 def provenance(records) -> str:

@@ -336,17 +336,25 @@ def claim(path, wait: bool = False):
 
 
 def recorded_line(files, key: str) -> dict | None:
-    """The record dict with ``key`` in ``files`` (None if none): what another sweep wrote."""
+    """The record dict with ``key`` in ``files`` (None if none): what another sweep wrote.
+    ``files``: paths, or a function that lists them, called again if one vanishes while it is
+    read (another sweep sealed that open batch: its records are in the sealed file)."""
     needle = f'"key":"{key}"'
-    for f in files:
-        if not Path(f).exists():
-            continue
-        for _, line in results.lines(f):
-            if needle in line:
-                try:
-                    return json.loads(line)
-                except json.JSONDecodeError:
+    for _ in range(5):
+        try:
+            for f in (files() if callable(files) else files):
+                if not Path(f).exists():
                     continue
+                for _, line in results.lines(f):
+                    if needle in line:
+                        try:
+                            return json.loads(line)
+                        except json.JSONDecodeError:
+                            continue
+            return None
+        except FileNotFoundError:
+            if not callable(files):
+                raise
     return None
 
 
@@ -390,7 +398,7 @@ def _work(job: dict, train=train_job) -> tuple[dict, str] | None:
         if not held:
             return None
         # looked up now, not when planned: another sweep may have sealed its batch meanwhile
-        other = recorded_line(results.files_for(Path(job["out"]).parent, job["experiment"], job["profile"]),
+        other = recorded_line(lambda: results.files_for(Path(job["out"]).parent, job["experiment"], job["profile"]),
                               job["key"])
         if other is not None:
             return other, "recorded by another sweep"
@@ -597,7 +605,7 @@ def plan(experiment, profile=None, results_dir=None, shard=None, threads: int = 
     out = results.path_for(results_dir, exp.name, P.name, (i, n))
     ckpt_dir = results_dir / "checkpoints" / f"{exp.name}.{P.name}"
     version = code_version()
-    recorded = {r.key: r for r in results.read(results.files_for(results_dir, exp.name, P.name), dedupe=False)}
+    recorded = {r.key: r for r in results.read_experiment(results_dir, exp.name, P.name, dedupe=False)}
     # records of older code that the lineage ledger proves give this code's numbers count as recorded
     ledger = lineage.entries(results_dir)
     proven = {(r.label, r.seed, r.fixture): r for r in recorded.values()
