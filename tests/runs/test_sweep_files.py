@@ -232,10 +232,33 @@ def test_every_experiment_file_is_valid_in_every_profile(name):
     ("[profiles.book]\ngrid.train.lr = [-1.0]", "run 'lr=-1.0' .profile book.: lr=-1.0"),
     ("task = 'wmt'", "task='wmt'"),
     ("description = ", "not valid TOML"),
+    ("budget_cpu_hours = 0", "budget_cpu_hours=0 must be a number of CPU-hours > 0"),
+    ("budget_cpu_hours = 'six'", "budget_cpu_hours='six' must be a number"),
+    ("budget_cpu_hours = true", "budget_cpu_hours=True must be a number"),
+    ("budget_cpu_hours = 500.0", "budget_cpu_hours=500 is more than a few days .* pending"),
+    ("pending = 'too dear'", "pending needs budget_cpu_hours"),
+    ("budget_cpu_hours = 500.0\npending = ''", "pending='' must be a sentence"),
 ])
 def test_bad_experiment_files_name_the_field(tmp_path, text, match):
     with pytest.raises(ValueError, match=match):
         Experiment.load(_write(tmp_path, text, name="bad"))
+
+
+def test_a_budget_and_pending_are_read_and_a_dear_design_may_be_listed_pending(tmp_path):
+    exp = Experiment.load(_write(tmp_path, "budget_cpu_hours = 500\npending = 'costs a week'", name="dear"))
+    assert exp.budget_cpu_hours == 500.0 and exp.pending == "costs a week"
+    plain = Experiment.load(_write(tmp_path, name="plain"))
+    assert plain.budget_cpu_hours is None and plain.pending == ""
+
+
+def test_cli_plans_cpu_hours_from_recorded_wall_times(tmp_path, capsys):
+    """--plan-cpu trains nothing: each experiment's runs to do and their CPU-hours at the
+    recorded seconds a step of the same size (here none recorded: counted as unknown)."""
+    path = _write(tmp_path, "budget_cpu_hours = 0.5\n" + TINY, name="budgeted")
+    assert sweep.main([str(path), "--profile", "quick", "--plan-cpu", "--results", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "budgeted" in out and "3 of 3" in out and "budget 0.5 h" in out and "unknown" in out
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("*.jsonl"))
 
 
 def test_cli_lists_runs_and_reports_bad_files(tmp_path, capsys):

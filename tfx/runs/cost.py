@@ -193,3 +193,59 @@ def _int(model: dict, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise ValueError(f"model field {name}={v!r} must be an integer ≥ 0")
     return v
+
+
+# ---------------------------------------------------------------------- the CPU half: hours from recorded runs
+# What a CPU step's time depends on: the task's shapes, the model's sizes and the batch. A CPU
+# step at the book's sizes (d 64, a few hundred tokens) is bound by neither launches nor a
+# large-batch throughput that a formula could give, so the CPU plan reads it off the records.
+CPU_SIZE_FIELDS = ("d_model", "n_heads", "d_ffn", "n_enc", "n_dec")
+
+
+def cpu_size(task: str, model: dict, batch_size: int) -> tuple:
+    """A run's CPU size: ``(task, d_model, n_heads, d_ffn, n_enc, n_dec, batch_size)``; a noisy
+    task is its clean one (the noise changes the targets, not the shapes)."""
+    from .data import NOISY_TASKS
+
+    return (NOISY_TASKS.get(task, (task,))[0], *(_int(model, k) for k in CPU_SIZE_FIELDS), batch_size)
+
+
+def size_text(size: tuple) -> str:
+    """'6+6, d 64' (an encoder–decoder) or '8-layer LM, d 64' for a :func:`cpu_size`."""
+    _, d, _, _, n_enc, n_dec, _ = size
+    return f"{n_enc}+{n_dec}, d {d}" if n_enc else f"{n_dec}-layer LM, d {d}"
+
+
+def cpu_step_seconds(records) -> dict:
+    """``{cpu_size: median seconds a step}`` over ``records`` (Records of any experiments of one
+    profile, trained one thread each): each record's ``wall_time`` over the steps it took
+    (``steps_done``: a diverged run stops early), its evaluations and model building included.
+    The median, not the least: background sweeps share the machine, and so will the next."""
+    import statistics
+
+    per: dict = {}
+    for r in records:
+        done = getattr(r.history, "steps_done", 0) or 0
+        if done > 0 and r.wall_time and r.wall_time > 0:
+            key = cpu_size(r.task, r.config.to_dict(), r.train_config.batch_size)
+            per.setdefault(key, []).append(r.wall_time / done)
+    return {k: statistics.median(v) for k, v in per.items()}
+
+
+def cpu_seconds_a_step(size: tuple, step_seconds: dict) -> tuple[float, tuple] | None:
+    """``(seconds a step, the recorded size it comes from)`` for ``size``: its own recorded
+    median, else the nearest recorded size of the same task and batch (in sub-layers × d²)
+    scaled by their ratio of sub-layers × d² (a step's matrix work at a fixed number of tokens;
+    at the book's sizes this overstates: a 6+6 step costs ≈ 2× a 2+2's, not 3×, and width 128
+    ≈ 2.5× width 64's, not 4×); None where no recorded size shares the task and batch."""
+    if size in step_seconds:
+        return step_seconds[size], size
+
+    def work(s):
+        return sublayers({"n_enc": s[4], "n_dec": s[5]}) * s[1] ** 2
+
+    near = [s for s in step_seconds if s[0] == size[0] and s[-1] == size[-1] and work(s) > 0]
+    if not near or work(size) <= 0:
+        return None
+    src = min(near, key=lambda s: (s[1] != size[1], abs(math.log(work(size) / work(s)))))
+    return step_seconds[src] * work(size) / work(src), src

@@ -5,6 +5,8 @@
     claims = ["WU-1"]
     seeds = 3                      # or a list: [0, 1, 2]
     checkpoint_every = 100         # steps between checkpoints (default: 5 % of the run)
+    budget_cpu_hours = 0.5         # optional: the book profile's estimated cost on one CPU thread
+    pending = "why"                # optional: a design listed, not yet run (needs budget_cpu_hours)
 
     [model]                        # ModelConfig fields shared by every run
     placement = "post"
@@ -27,11 +29,18 @@ steps, lr, batch) < ``[model]``/``[train]`` < ``[profiles.NAME]`` < the grid var
 A run's label joins its variants' names ("warmup=400 · Adam"); ``point`` keeps them
 per axis so a chapter can select runs without parsing labels. Every field is checked
 when the file is read, for every profile, and an error names the file and the field.
+
+``budget_cpu_hours`` is what the file's book profile is estimated to cost on one CPU thread
+(its comment says how it was estimated; ``python -m tfx.sweep … --plan-cpu`` prints each file's
+runs still to do and their hours from the recorded wall times, :func:`tfx.runs.cost.cpu_plan`).
+A design that costs more than a few days of background sweeps (``FEW_DAYS_CPU_HOURS``) is
+never shrunk to fit: it stays listed with ``pending`` saying why, and the page says so.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +53,10 @@ from ..nn.config import ModelConfig, TrainConfig
 from . import shipped
 from .profiles import PROFILE_NAMES, get_profile
 
-_TOP = ("name", "description", "claims", "seeds", "task", "checkpoint_every", "model", "train", "grid", "profiles")
+_TOP = ("name", "description", "claims", "seeds", "task", "checkpoint_every", "budget_cpu_hours", "pending", "model",
+        "train", "grid", "profiles")
+# A few days of background sweeps on one CPU thread: a design dearer than this is listed as pending.
+FEW_DAYS_CPU_HOURS = 72.0
 _PROFILE_KEYS = ("seeds", "task", "checkpoint_every", "model", "train", "grid")
 _SECTIONS = {"model": ModelConfig, "train": TrainConfig}
 # Set by the sweep runner, not by an experiment.
@@ -69,6 +81,8 @@ class Experiment:
     path: str
     description: str = ""
     claims: list = field(default_factory=list)
+    budget_cpu_hours: float | None = None  # the book profile's estimated cost on one CPU thread
+    pending: str = ""  # why the design is listed but not run ('' when it can run)
     raw: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -95,8 +109,10 @@ class Experiment:
     def from_dict(cls, raw: dict, name: str, path: str = "<dict>") -> "Experiment":
         _check_keys(path, "", raw, _TOP)
         claims = raw.get("claims", [])
+        budget, pending = _budget(path, raw)
         exp = cls(name=str(name), path=path, description=str(raw.get("description", "")),
-                  claims=[claims] if isinstance(claims, str) else list(claims), raw=raw)
+                  claims=[claims] if isinstance(claims, str) else list(claims), budget_cpu_hours=budget,
+                  pending=pending, raw=raw)
         profiles = raw.get("profiles", {})
         _check_table(path, "profiles", profiles)
         for prof, table in profiles.items():
@@ -186,6 +202,25 @@ class Experiment:
 
 
 # ---------------------------------------------------------------------- checks
+def _budget(path, raw) -> tuple[float | None, str]:
+    """``(budget_cpu_hours, pending)`` of an experiment's top level, checked: a budget is a number
+    of hours > 0; ``pending`` a non-empty sentence, given with a budget; a budget over
+    ``FEW_DAYS_CPU_HOURS`` needs ``pending`` (the design is listed, never shrunk to fit)."""
+    budget, pending = raw.get("budget_cpu_hours"), raw.get("pending")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not math.isfinite(budget) or budget <= 0):
+        raise ValueError(f"{path}: budget_cpu_hours={budget!r} must be a number of CPU-hours > 0")
+    if pending is not None:
+        if not isinstance(pending, str) or not pending.strip():
+            raise ValueError(f"{path}: pending={pending!r} must be a sentence saying why the design is not run yet")
+        if budget is None:
+            raise ValueError(f"{path}: pending needs budget_cpu_hours (what the design would cost)")
+    if budget is not None and budget > FEW_DAYS_CPU_HOURS and pending is None:
+        raise ValueError(f"{path}: budget_cpu_hours={budget:g} is more than a few days of background sweeps "
+                         f"({FEW_DAYS_CPU_HOURS:g} CPU-hours): list the design with pending = \"why\"; never shrink it to fit")
+    return (None if budget is None else float(budget)), (pending or "").strip()
+
+
 def _check_table(path, where, value):
     if not isinstance(value, dict):
         raise ValueError(f"{path}: {where} must be a table, got {value!r}")

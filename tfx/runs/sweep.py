@@ -777,7 +777,7 @@ def load_or_run(experiment: str, profile, run_missing: bool | None = None, resul
 
 def main(argv=None) -> int:
     """``python -m tfx.sweep experiments/NAME [NAME …] [--profile P] [--jobs N] [--shard I/N]
-    [--results DIR] [--budget-minutes M | --plan] [--fixture]
+    [--results DIR] [--budget-minutes M | --plan | --plan-cpu] [--fixture]
     [--executor ray [--ray-address ADDRESS] [--gpus-per-task F]]`` (``--carry-forward``: :mod:`tfx.runs.carry`)"""
     ap = argparse.ArgumentParser(prog="python -m tfx.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("experiments", nargs="+", metavar="experiment",
@@ -798,6 +798,10 @@ def main(argv=None) -> int:
     ap.add_argument("--plan", action="store_true",
                     help="print the plan (each experiment, its runs still to do, their estimated minutes from "
                          "the H100 cost model of tfx.runs.cost, and the total) and exit: trains nothing")
+    ap.add_argument("--plan-cpu", action="store_true",
+                    help="print each experiment's runs still to do and their CPU-hours on one thread, from the "
+                         "recorded wall times of the same model size (profile book by default), beside its "
+                         "budget_cpu_hours and pending, and exit: trains nothing")
     ap.add_argument("--fixture", action="store_true",
                     help="every run shrunk to a CPU stand-in (records labelled fixture): to test chapters' cells")
     ap.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -834,6 +838,14 @@ def main(argv=None) -> int:
                 for f in results.files_for(folder, exp.name, P.name):
                     print(f"{f}: {results.rejudge_file(f)} records now stored with the current outcome rule's verdict",
                           file=sys.stderr)
+            return 0
+        if args.plan_cpu:
+            if args.plan or args.budget_minutes is not None:
+                raise ValueError("--plan-cpu trains nothing: give it without --plan or --budget-minutes")
+            profile = args.profile or "book"
+            plans = [plan(e, profile, args.results, args.shard, args.threads) for e in exps]
+            text, _ = cpu_plan_text(plans, exps, recorded_cpu_step_seconds(profile, args.results))
+            print(text)
             return 0
         if args.plan and args.budget_minutes is not None:
             raise ValueError("--plan trains nothing: give it without --budget-minutes")
@@ -900,6 +912,62 @@ def _size_text(run) -> str:
     m = {k: run.model.get(k, getattr(ModelConfig, k)) for k in _COST_MODEL_FIELDS}
     body = f"{m['n_enc']}+{m['n_dec']}" if m["n_enc"] else f"{m['n_dec']}-layer LM"
     return f"{body}, d {m['d_model']}, batch {run.train.batch_size}"
+
+
+def recorded_cpu_step_seconds(profile: str, results_dir=None) -> dict:
+    """:func:`tfx.runs.cost.cpu_step_seconds` over the records of every experiment file in
+    ``profile`` (the sizes any sweep has timed)."""
+    from . import cost, shipped
+
+    recs = [r for p in sorted(shipped.experiments_dir().glob("*.toml"))
+            for r in results.load(p.stem, profile, results_dir)]
+    return cost.cpu_step_seconds(recs)
+
+
+def cpu_plan_text(plans, exps, step_seconds: dict) -> tuple[str, float]:
+    """The CPU plan of :func:`plan` results ``plans`` (of Experiments ``exps``, in order) as
+    text, and the CPU-hours of the runs still to do in the experiments not pending: per
+    experiment its runs to do, their hours on one thread at the recorded seconds a step of their
+    size (:func:`tfx.runs.cost.cpu_seconds_a_step`: recorded, or scaled from the nearest recorded
+    size, which the line names), its ``budget_cpu_hours`` and ``pending``; per model size one
+    line. A size with no recorded size to scale from is counted as unknown, never as 0."""
+    from . import cost
+
+    rows, total, pending_h = [], 0.0, 0.0
+    for p, exp in zip(plans, exps):
+        sizes: dict = {}
+        for j in p["todo"]:
+            size = cost.cpu_size(j["task"], j["run"].model, j["run"].train.batch_size)
+            g = sizes.setdefault(size, [0, 0])
+            g[0] += 1
+            g[1] += j["run"].train.steps
+        hours, unknown, details = 0.0, 0, []
+        for size, (n, steps) in sizes.items():
+            got = cost.cpu_seconds_a_step(size, step_seconds)
+            if got is None:
+                unknown += n
+                details.append(f"      {cost.size_text(size):<22} {n:>4} runs, {steps:>7} steps: no recorded size "
+                               "of this task and batch to scale from")
+                continue
+            s, src = got
+            hours += s * steps / 3600
+            how = "recorded" if src == size else f"scaled from {cost.size_text(src)}'s {step_seconds[src]:.3f} s"
+            details.append(f"      {cost.size_text(size):<22} {n:>4} runs, {steps:>7} steps at {s:.3f} s a step "
+                           f"({how}) ≈ {s * steps / 3600:5.2f} h")
+        if exp.pending:
+            pending_h += hours
+        else:
+            total += hours
+        claims = f" ({', '.join(p['claims'])})" if p.get("claims") else ""
+        budget = f"budget {exp.budget_cpu_hours:g} h" if exp.budget_cpu_hours is not None else "no budget"
+        rows.append(f"  {p['experiment'] + claims:<40} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
+                    f"≈ {hours:6.2f} CPU-h" + (f" + {unknown} unknown" if unknown else "") + f"  ({budget})"
+                    + (f"  PENDING: {exp.pending}" if exp.pending else ""))
+        rows += details
+    head = (f"CPU plan (profile {plans[0]['profile'] if plans else '?'}, one thread a run; seconds a step: the "
+            f"median of the recorded runs of the same size, {len(step_seconds)} size(s) recorded):")
+    tail = f"  to do ≈ {total:.1f} CPU-hours" + (f"; pending designs ≈ {pending_h:.1f} more" if pending_h else "")
+    return "\n".join([head, *rows, tail]), total
 
 
 def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: float | None = None,
