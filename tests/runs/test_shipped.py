@@ -27,7 +27,11 @@ def test_ship_copies_experiments_and_book_and_full_results_compressed(tmp_path):
                                "results/a.book.open.jsonl.gz", "results/a.full.shard-0-of-2.open.jsonl.gz"]
     assert gzip.decompress((tmp_path / "one/results/a.book.open.jsonl.gz").read_bytes()) == b'{"x": 1}\n'
     assert (tmp_path / "one/results" / sealed.name).read_bytes() == sealed.read_bytes()  # as it is
-    shipped.ship(src, tmp_path / "two")  # deterministic: the same bytes again
+    (tmp_path / "two" / "results").mkdir(parents=True)
+    (tmp_path / "two" / "results" / "a.book.jsonl.gz").write_bytes(b"an older build's file")
+    shipped.ship(src, tmp_path / "two")  # deterministic: the same bytes again, nothing older left
+    assert sorted(p.name for p in (tmp_path / "two" / "results").iterdir()) == sorted(
+        p.name for p in (tmp_path / "one" / "results").iterdir())
     for name in ("a.book.open.jsonl.gz", "SHA256SUMS"):
         assert (tmp_path / "one/results" / name).read_bytes() == (tmp_path / "two/results" / name).read_bytes()
 

@@ -75,12 +75,14 @@ def ship(source_root, dest) -> list[str]:
     source_root, dest = Path(source_root), Path(dest)
     written = []
     exp_out = dest / "experiments"
+    shutil.rmtree(exp_out, ignore_errors=True)
     exp_out.mkdir(parents=True, exist_ok=True)
     for f in sorted((source_root / "experiments").glob("*.toml")) + [source_root / "experiments" / "README.md"]:
         if f.is_file():
             shutil.copyfile(f, exp_out / f.name)
             written.append(f"experiments/{f.name}")
     res_out = dest / "results"
+    shutil.rmtree(res_out, ignore_errors=True)  # a build folder reused: no file of an older build stays
     res_out.mkdir(parents=True, exist_ok=True)
     lines = []
     for f in sorted((source_root / "results").glob("*.jsonl")) + sorted((source_root / "results").glob(f"*{SEALED}")):
