@@ -3,7 +3,7 @@ wheel, in a clean virtual environment holding only what Colab has (torch, numpy,
 matplotlib, sympy, ipywidgets, ipykernel), each notebook executed from an empty folder
 with no checkout beside it, in the quick profile.
 
-    python scripts/colab_check.py                 # every notebook (make colab-check)
+    python scripts/colab_check.py                 # every notebook in book/ (make colab-check)
     python scripts/colab_check.py book/11-*.ipynb # some
 
 Exit status 1, naming the notebooks and their errors, if any fails. Uses the machine's
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.jobs < 1:
         raise SystemExit(f"--jobs={args.jobs} must be an integer ≥ 1")
-    notebooks = [Path(n).resolve() for n in args.notebooks] or sorted((ROOT / "book").glob("[0-9]*.ipynb"))
+    notebooks = [Path(n).resolve() for n in args.notebooks] or sorted((ROOT / "book").glob("*.ipynb"))
     work = Path(tempfile.mkdtemp(prefix="tfx-colab-"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "TFX_RESULTS")}
     try:
