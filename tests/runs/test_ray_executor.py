@@ -3,7 +3,6 @@
 One local Ray (two CPUs, no dashboard) serves the whole module; the tests that need it skip
 where Ray is not installed (it is an optional extra, ``tfx-book[ray]``), the others run
 everywhere."""
-import json
 import os
 import signal
 import subprocess
@@ -14,47 +13,8 @@ from pathlib import Path
 import pytest
 
 from tfx.runs import results, sweep
-
-ROOT = Path(__file__).resolve().parents[2]
-
-# tests/runs/test_sweep_files.py's tiny experiment: three runs, with dropout so that an inexact resume would show
-TINY = """
-description = "three tiny runs"
-seeds = [0]
-checkpoint_every = 10
-model = { d_model = 16, n_heads = 2, d_ffn = 32, n_enc = 1, n_dec = 1, dropout = 0.1 }
-train = { steps = 200, batch_size = 4, eval_batches = 1 }
-task = "reverse"
-
-[grid.lr]
-a = { train.lr = 1e-3 }
-b = { train.lr = 2e-3 }
-c = { train = { lr = 3e-3, warmup = 20 } }
-
-[profiles.quick]
-seeds = [0]
-"""
-
-
-def _write(tmp_path, text=TINY, name="tiny"):
-    p = tmp_path / f"{name}.toml"
-    p.write_text(text)
-    return p
-
-
-def _comparable(rec):
-    """A record without the fields that depend on when and how fast it ran."""
-    d = rec.to_dict() if hasattr(rec, "to_dict") else dict(rec)
-    for k in ("wall_time", "finished_at"):
-        d.pop(k)
-    d["history"] = {k: v for k, v in d["history"].items() if k != "wall_time"}
-    return json.loads(json.dumps(d))  # NaN-safe comparison of lists goes through the same JSON
-
-
-def _env():
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("TFX_PROFILE", None)
-    return env
+# the sweep tests' tiny experiment
+from tiny_sweep import ROOT, TINY, comparable as _comparable, sweep_env as _env, write_experiment as _write
 
 
 @pytest.fixture(scope="module")

@@ -8,57 +8,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from tfx.runs import cost, results, sweep
 from tfx.runs.outcome import OUTCOMES
 from tfx.runs.experiment import Experiment
-
-ROOT = Path(__file__).resolve().parents[2]
-
-TINY = """
-description = "three tiny runs, with dropout so that an inexact resume would show"
-seeds = [0]
-checkpoint_every = 10
-model = { d_model = 16, n_heads = 2, d_ffn = 32, n_enc = 1, n_dec = 1, dropout = 0.1 }
-train = { steps = 200, batch_size = 4, eval_batches = 1 }
-task = "reverse"
-
-[grid.lr]
-a = { train.lr = 1e-3 }
-b = { train.lr = 2e-3 }
-c = { train = { lr = 3e-3, warmup = 20 } }
-
-[profiles.quick]
-seeds = [0]
-"""
-
-
-def _write(tmp_path, text=TINY, name="tiny"):
-    p = tmp_path / f"{name}.toml"
-    p.write_text(text)
-    return p
-
-
-def _comparable(rec):
-    """A record without the fields that depend on when and how fast it ran."""
-    d = rec.to_dict() if hasattr(rec, "to_dict") else dict(rec)
-    for k in ("wall_time", "finished_at"):
-        d.pop(k)
-    d["history"] = {k: v for k, v in d["history"].items() if k != "wall_time"}
-    return json.loads(json.dumps(d))  # NaN-safe comparison of lists goes through the same JSON
+from tiny_sweep import ROOT, TINY, comparable as _comparable, sweep_env as _env, write_experiment as _write
 
 
 def _sweep_cmd(exp_path, res):
     return [sys.executable, "-m", "tfx.runs.sweep", str(exp_path), "--profile", "quick", "--results", str(res)]
-
-
-def _env():
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("TFX_PROFILE", None)
-    return env
 
 
 @pytest.mark.parametrize("leftover", ["intact", "empty", "garbage"])

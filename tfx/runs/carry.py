@@ -180,7 +180,7 @@ def carry_forward(experiment, profile=None, results_dir=None, sample: int = 2, r
     ledger = lineage.entries(folder)
     names = {(run.label, run.seed) for run in exp.runs(p["profile"])}  # the runs the experiment still has
     lines = [json.loads(x) for f in results.files_for(folder, p["experiment"], p["profile"])
-             for _, x in results.lines(f) if _whole(x)]
+             for _, x in results.lines(f) if results.is_whole(x)]
     stale = [d for d in lines if not lineage.valid(d, folder, now, ledger)]
     for old, kind in sorted({(d["code_version"], lineage.device_kind(d.get("device", ""))) for d in stale}):
         group = sorted((d for d in stale if d["code_version"] == old and lineage.device_kind(d.get("device", "")) == kind),
@@ -193,14 +193,6 @@ def carry_forward(experiment, profile=None, results_dir=None, sample: int = 2, r
 def _name(d: dict) -> tuple:
     """What names a run in its experiment: its label and seed."""
     return d.get("label"), d.get("seed")
-
-
-def _whole(line: str) -> bool:
-    try:
-        json.loads(line)
-        return True
-    except json.JSONDecodeError:
-        return False
 
 
 def _truncated(d: dict, steps: int, device: str) -> dict:

@@ -195,7 +195,7 @@ def sealed_name(path, data: bytes) -> Path:
     ``NAME.PROFILE[.shard-I-of-N].STAMP.jsonl.xz``, STAMP the newest record's finish time and
     the content's hash (the same records give the same name)."""
     path = Path(path)
-    newest = max((json.loads(x).get("finished_at", "") for x in data.decode("utf-8").splitlines() if _whole(x)),
+    newest = max((json.loads(x).get("finished_at", "") for x in data.decode("utf-8").splitlines() if is_whole(x)),
                  default="")
     when = "".join(ch for ch in newest[:16] if ch.isalnum()) or "undated"  # 2026-11-28T10:30 → 20261128T1030
     stem = path.name[: -len(".jsonl")]
@@ -226,7 +226,7 @@ def seal(path) -> Path | None:
         if not data.strip():
             path.unlink()
             return None
-        if not all(_whole(x) for x in data.decode("utf-8").splitlines() if x.strip()):
+        if not all(is_whole(x) for x in data.decode("utf-8").splitlines() if x.strip()):
             warnings.warn(f"{path}: a line is not whole JSON (a torn write?): left open, not sealed")
             return None
         target = sealed_name(path, data)
@@ -251,7 +251,8 @@ def seal_all(results_dir, experiment: str, profile: str) -> list[Path]:
     return [s for s in map(seal, opened) if s is not None]
 
 
-def _whole(line: str) -> bool:
+def is_whole(line: str) -> bool:
+    """Whether ``line`` is whole JSON (not a write cut off by a kill)."""
     try:
         json.loads(line)
         return True
