@@ -144,3 +144,35 @@ def test_the_command_carries_forward(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "4 records proven valid, 0 left stale" in done.stderr
     assert sweep.plan(exp, "quick", res)["todo"] == []
+
+
+def test_records_of_another_device_are_proven_by_their_arithmetic_only_when_asked(tmp_path):
+    """GPU records cannot be re-made on a CPU: without --arithmetic-steps they stay stale and
+    nothing is written; with it (and the old code as a reference), their sampled runs' first K
+    steps under old and new code here are compared, and the ledger names the proof for what
+    it is. A change of arithmetic is caught the same way."""
+    exp, res, f = _swept(tmp_path)
+    neutral = _reference(tmp_path, "neutral", "DIVERGE_OVER_START = 3.0", "DIVERGE_OVER_START = 3.0 + 0.0")
+
+    def on_a_gpu(d):
+        d["device"] = "cuda:0"
+
+    _stamp(f, carry.reference_version(neutral), on_a_gpu)
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, references=[neutral], log=lambda _: None)
+    assert report["carried"] == 0 and "--arithmetic-steps" in report["why"] and lineage.entries(res) == []
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, references=[neutral], arithmetic_steps=2,
+                                   log=lambda _: None)
+    assert report["carried"] == 4, report
+    [entry] = lineage.entries(res)
+    assert entry["records_device"] == "cuda" and entry["device"] == "cpu" and entry["bit_identical"]
+    assert "first 2 steps" in entry["how"] and "arithmetic proof" in entry["how"]
+    assert lineage.stale(results.read(f), res, sweep.code_version()) == []
+
+    exp2, res2, f2 = _swept(tmp_path / "second")
+    changed = _reference(tmp_path, "changed", "        lr = lr_at(step, self.cfg)\n",
+                         "        lr = lr_at(step, self.cfg) * 1.001\n")
+    _stamp(f2, carry.reference_version(changed), on_a_gpu)
+    [report] = carry.carry_forward(exp2, "quick", res2, sample=1, references=[changed], arithmetic_steps=2,
+                                   log=lambda _: None)
+    assert report["carried"] == 0 and "old code vs new code on cpu" in report["differ"][0]
+    assert not lineage.entries(res2)[0]["bit_identical"]
