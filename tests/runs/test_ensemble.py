@@ -137,3 +137,53 @@ def test_take_step_on_members_sets_each_lr_and_clips_each_member_alone():
         assert float(moved.norm()) == pytest.approx(lr, rel=1e-5)  # clip_grad_norm_ divides by ‖g‖ + 1e-6
     with pytest.raises(ValueError, match="one per member"):
         take_step(Members(opts), a(x).sum() + b(x).sum(), lr=[0.1])
+
+
+SWEEP = """
+description = "tiny runs: three learning rates and a deeper model, no dropout"
+seeds = [0, 1]
+model = { d_model = 16, n_heads = 2, d_ffn = 32, n_enc = 1, n_dec = 1 }
+train = { steps = 4, batch_size = 4, eval_batches = 1, bleu_sentences = 0 }
+task = "reverse"
+
+[grid.run]
+a = { train.lr = 1e-3 }
+b = { train.lr = 2e-3 }
+c = { train = { lr = 3e-3, warmup = 2 } }
+deep = { model.n_enc = 2 }
+
+[profiles.quick]
+seeds = [0, 1]
+"""
+
+
+def test_the_sweep_groups_compatible_runs_into_ensembles_and_says_so(tmp_path):
+    """``tfx.sweep --ensemble K``: runs of one shape group (in the experiment's order, at most K
+    a group), the deeper model's runs make a group of their own, and every record says how it
+    ran; the records match those of single runs (float32: to its rounding over 4 steps)."""
+    from tfx.runs import sweep
+
+    exp = tmp_path / "tiny.toml"
+    exp.write_text(SWEEP)
+    p = sweep.plan(exp, "quick", tmp_path / "plan")
+    names = lambda groups: [[(j["run"].label, j["run"].seed) for j in g] for g in groups]  # noqa: E731
+    assert names(sweep.ensembles(p["todo"], 4)) == [
+        [("a", 0), ("a", 1), ("b", 0), ("b", 1)], [("c", 0), ("c", 1)], [("deep", 0), ("deep", 1)]]
+    assert names(sweep.ensembles(p["todo"], 1)) == [[x] for g in names(sweep.ensembles(p["todo"], 4)) for x in g]
+    assert names(sweep.ensembles(p["todo"], 4)) == names(sweep.ensembles(sweep.plan(exp, "quick")["todo"], 4))
+    with pytest.raises(ValueError, match="ensemble=0 must be an integer ≥ 1"):
+        sweep.ensembles(p["todo"], 0)
+
+    grouped = sweep.run_experiment(exp, "quick", tmp_path / "grouped", progress=False, ensemble=4)
+    alone = sweep.run_experiment(exp, "quick", tmp_path / "alone", progress=False)
+    assert [r.ensemble for r in grouped] == [{"members": 4, "index": i} for i in range(4)] + \
+           [{"members": 2, "index": i} for i in range(2)] * 2
+    assert all(r.ensemble == {} for r in alone)
+    for g, a in zip(grouped, alone):
+        assert (g.key, g.label, g.seed, g.status) == (a.key, a.label, a.seed, a.status)
+        assert g.train_config == a.train_config and g.config == a.config
+        assert g.history.lr == a.history.lr and g.history.step == a.history.step
+        assert g.history.loss == pytest.approx(a.history.loss, rel=1e-4)
+        assert g.history.eval_loss == pytest.approx(a.history.eval_loss, rel=1e-4)
+    # a rerun finds every run recorded, however it was trained
+    assert not sweep.plan(exp, "quick", tmp_path / "grouped")["todo"]

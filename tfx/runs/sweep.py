@@ -71,8 +71,32 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
         hist.train_config = json.loads(json.dumps(tc.to_dict()))
     else:
         hist = train(model, task, tc)
-    return Record(label=label, config=config, train_config=tc, seed=seed, code_version=code_version(),
-                  device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
+    return _record(label, config, task, tc, hist, build_time + hist.wall_time)  # training time summed over restarts
+
+
+def run_ensemble(labels, configs, task, train_cfgs, seeds, init_batch_size: int | None = None) -> list[Record]:
+    """:func:`run_one` for K runs of one architecture trained together as one program
+    (:func:`tfx.runs.ensemble.train_ensemble`): member k is ``labels[k]``, ``configs[k]``,
+    ``train_cfgs[k]`` with seed ``seeds[k]``; returns their Records, each saying
+    ``ensemble = {"members": K, "index": k}``, its wall time the ensemble's / K. Raises
+    :class:`tfx.runs.ensemble.EnsembleError`, naming the field, for runs that cannot be one."""
+    from .ensemble import build_members, train_ensemble
+
+    tcs = [tc.replace(seed=seed) for tc, seed in zip(train_cfgs, seeds)]
+    t0 = time.perf_counter()
+    models = build_members(list(configs), task, tcs, init_batch_size)
+    build_time = (time.perf_counter() - t0) / len(models)
+    hists = train_ensemble(models, task, tcs)
+    recs = [_record(label, config, task, tc, hist, build_time + hist.wall_time)
+            for label, config, tc, hist in zip(labels, configs, tcs, hists)]
+    for k, rec in enumerate(recs):
+        rec.ensemble = {"members": len(recs), "index": k}
+    return recs
+
+
+def _record(label, config, task, tc, hist, wall_time) -> Record:
+    return Record(label=label, config=config, train_config=tc, seed=tc.seed, code_version=code_version(),
+                  device=hist.device, wall_time=wall_time,
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
                   amp_dtype=_amp_dtype(hist), bleu=_bleu(hist), device_name=_device_name(hist.device),
@@ -368,6 +392,95 @@ def train_job(job: dict) -> tuple[dict, str]:
     return rec.to_dict(), how
 
 
+def ensembles(todo, max_members: int = 1) -> list[list]:
+    """The jobs ``todo`` (:func:`plan`'s) in groups that train as one ensemble each
+    (:mod:`tfx.runs.ensemble`), at most ``max_members`` a group; 1: every job alone (the
+    sweep's behaviour without ``--ensemble``). A pure function of the jobs: runs group when
+    they share the task, the model's shape (every model field but the initialiser's,
+    ``ensemble.INIT_ONLY_MODEL_FIELDS``) and every TrainConfig field but the ones a member
+    keeps (``ensemble.MEMBER_TRAIN_FIELDS``: seed, lr, schedule, …), and can be an ensemble
+    whose members are exactly their single runs (:func:`tfx.runs.ensemble.compatible`: no
+    dropout, no probes, …). Groups come in the order of their first job, each in ``todo``'s
+    order, filled to ``max_members`` before the next is started."""
+    from .ensemble import INIT_ONLY_MODEL_FIELDS, MEMBER_TRAIN_FIELDS, compatible
+
+    if isinstance(max_members, bool) or not isinstance(max_members, int) or max_members < 1:
+        raise ValueError(f"ensemble={max_members!r} must be an integer ≥ 1 (the most members an ensemble has)")
+    if max_members == 1:
+        return [[job] for job in todo]
+    groups, open_group = [], {}  # shape key → the group being filled
+    for job in todo:
+        run = job["run"]
+        model = ModelConfig.for_task(_task(job), **run.model)
+        train_cfg = run.train.replace(seed=run.seed)
+        if not compatible([model], [train_cfg]):
+            groups.append([job])
+            continue
+        shape = json.dumps([job["task"], job["seq_len"], job["threads"], job.get("fixture", False),
+                            {k: v for k, v in model.to_dict().items() if k not in INIT_ONLY_MODEL_FIELDS},
+                            {k: v for k, v in train_cfg.to_dict().items() if k not in MEMBER_TRAIN_FIELDS}],
+                           sort_keys=True, default=str)
+        group = open_group.get(shape)
+        if group is None or len(group) == max_members:
+            group = open_group[shape] = []
+            groups.append(group)
+        group.append(job)
+    return groups
+
+
+def train_group(jobs: list) -> list[tuple[dict, str]]:
+    """:func:`train_job` for a group of :func:`ensembles`: one job trains alone; more train as
+    one ensemble (no checkpoints: a group cut off starts over). Returns (record dict, how) per job."""
+    if len(jobs) == 1:
+        return [train_job(jobs[0])]
+    import torch
+
+    task = _task(jobs[0])
+    runs = [job["run"] for job in jobs]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(jobs[0]["threads"])
+    try:
+        recs = run_ensemble([r.label for r in runs], [ModelConfig.for_task(task, **r.model) for r in runs], task,
+                            [r.train for r in runs], [r.seed for r in runs])
+    finally:
+        torch.set_num_threads(threads)
+    out = []
+    for job, rec in zip(jobs, recs):
+        for k in ("experiment", "profile", "index", "run_id", "key", "fixture"):
+            setattr(rec, k, job[k])
+        rec.point, rec.task = dict(job["run"].point), job["task"]
+        out.append((rec.to_dict(), f"trained in an ensemble of {len(jobs)}"))
+    return out
+
+
+def _work_group(jobs: list) -> list:
+    """:func:`_work` for a group of :func:`ensembles`: claim every job; the ones another sweep
+    holds (None) or has recorded meanwhile are left out, the rest train together
+    (:func:`train_group`) and are recorded while the claims are held. Returns per job
+    (record dict, how) or None, in ``jobs``' order."""
+    if len(jobs) == 1:
+        return [_work(jobs[0])]
+    results_of = {}
+    with contextlib.ExitStack() as held_claims:
+        mine = []
+        for job in jobs:
+            if not held_claims.enter_context(claim(job["lock"], wait=job.get("wait", False))):
+                results_of[job["key"]] = None
+                continue
+            other = recorded_line(results.files_for(Path(job["out"]).parent, job["experiment"], job["profile"]),
+                                  job["key"])
+            if other is not None:
+                results_of[job["key"]] = (other, "recorded by another sweep")
+            else:
+                mine.append(job)
+        if mine:
+            for job, (d, how) in zip(mine, train_group(mine)):
+                results.append(job["out"], d)
+                Path(job["checkpoint"]).unlink(missing_ok=True)
+                results_of[job["key"]] = (d, how)
+    return [results_of[job["key"]] for job in jobs]
+
+
 def _work(job: dict) -> tuple[dict, str] | None:
     """Claim, train and record one run (in this process or a worker); returns (record dict,
     how: 'trained', 'resumed from its checkpoint' or 'recorded by another sweep'), or None
@@ -474,7 +587,7 @@ def _ran(rec, task: str, seq_len: int, run) -> bool:
 def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, shard=None,
                    threads: int = 1, progress: bool = True, fixture: bool = False,
                    deadline: float | None = None, step_seconds: dict | None = None,
-                   seal: bool = True) -> list[Record]:
+                   seal: bool = True, ensemble: int = 1) -> list[Record]:
     """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
     (default: the current one); returns this shard's Records in the experiment's order.
 
@@ -490,11 +603,14 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
     :func:`fixture_run` (a CPU stand-in for tests, labelled as such in its record).
     ``seal``: once every run of this shard is recorded, its open batch becomes a sealed one
     (:func:`tfx.runs.results.seal`); off, it stays open (to inspect or damage it in a test).
+    ``ensemble``: up to this many compatible runs train together as one program
+    (:func:`ensembles`, :mod:`tfx.runs.ensemble`; each record says so in ``ensemble``); 1: each alone.
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
     p = plan(experiment, profile, results_dir, shard, threads, fixture)
     mine, todo, recorded, out = p["mine"], p["todo"], p["recorded"], p["out"]
+    groups = ensembles(todo, ensemble)
     i, n = p["shard"]
     log = functools.partial(print, file=sys.stderr, flush=True)
     log(f"{p['experiment']}: {len(mine)} runs (profile {p['profile']}, task {p['task']}"
@@ -508,12 +624,12 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
                disable=not progress)
     failures, deferred = [], []
 
-    def fits(job) -> bool:
+    def fits(group) -> bool:  # a group (of ensembles()) costs about its runs' time alone, summed
         if deadline is None:
             return True
-        ok = time.monotonic() + estimate_seconds(job, step_seconds, jobs) <= deadline
+        ok = time.monotonic() + sum(estimate_seconds(job, step_seconds, jobs) for job in group) <= deadline
         if not ok:
-            deferred.append(job)
+            deferred.extend(group)
         return ok
 
     def finish(job, result):
@@ -528,44 +644,46 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int = 1, sh
         failures.append(f"{job['run'].label} seed {job['run'].seed}")
         bar.write(f"{job['run'].label} seed {job['run'].seed} raised:\n{exc_text}", file=sys.stderr)
 
-    def settle(job, call):
+    def settle(group, call):
         try:
-            result = call()
+            outcomes = call()
         except Exception:
-            failed(job, traceback.format_exc())
+            for job in group:
+                failed(job, traceback.format_exc())
             return
-        if result is None:  # another sweep is training it: come back to it at the end
-            claimed.append(job)
-        else:
-            finish(job, result)
+        for job, result in zip(group, outcomes):
+            if result is None:  # another sweep is training it: come back to it at the end
+                claimed.append(job)
+            else:
+                finish(job, result)
 
     claimed = []
     if jobs == 1:
-        for job in todo:
-            if fits(job):
-                settle(job, functools.partial(_work, job))
+        for group in groups:
+            if fits(group):
+                settle(group, functools.partial(_work_group, group))
     else:
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-            waiting, futures = list(todo), {}
+            waiting, futures = list(groups), {}
             while waiting or futures:
-                while waiting and len(futures) < jobs:  # keep `jobs` runs going, each only if it fits
-                    job = waiting.pop(0)
-                    if fits(job):
-                        futures[pool.submit(_work, job)] = job
+                while waiting and len(futures) < jobs:  # keep `jobs` groups going, each only if it fits
+                    group = waiting.pop(0)
+                    if fits(group):
+                        futures[pool.submit(_work_group, group)] = group
                 if not futures:
                     break
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    job = futures.pop(fut)
-                    settle(job, fut.result)
+                    group = futures.pop(fut)
+                    settle(group, fut.result)
     for job in claimed:  # wait for the other sweep; train the run here if it stopped without recording it
         bar.write(f"{job['run'].label} seed {job['run'].seed}: another sweep is training it; waiting",
                   file=sys.stderr)
-        settle(job, functools.partial(_work, {**job, "wait": True}))
+        settle([job], functools.partial(_work_group, [{**job, "wait": True}]))
     bar.close()
     if deferred:
         log(f"budget: {len(deferred)} run(s) of {p['experiment']} would not finish in time and did not start; "
@@ -606,6 +724,9 @@ def main(argv=None) -> int:
     ap.add_argument("--shard", default=None, help="I/N: run only every N-th run, starting at I (0 ≤ I < N)")
     ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    ap.add_argument("--ensemble", type=int, default=1, metavar="K",
+                    help="train up to K compatible runs (same shapes; seed, lr, schedule may differ; no dropout) "
+                         "together as one program (tfx.runs.ensemble); default 1: each run alone")
     ap.add_argument("--list", action="store_true", help="list the runs and exit")
     ap.add_argument("--budget-minutes", type=float, default=None,
                     help="measure each model size's step time, print the plan and its estimated cost, and "
@@ -657,7 +778,8 @@ def main(argv=None) -> int:
             deadline = start + 60 * args.budget_minutes
         for exp in exps:
             run_experiment(exp, args.profile, args.results, jobs=args.jobs, shard=args.shard, threads=args.threads,
-                           fixture=args.fixture, deadline=deadline, step_seconds=step_seconds)
+                           fixture=args.fixture, deadline=deadline, step_seconds=step_seconds,
+                           ensemble=args.ensemble)
         if deadline is not None:
             left = sum(len(plan(e, args.profile, args.results, args.shard, fixture=args.fixture)["todo"]) for e in exps)
             print(f"budget: {(time.monotonic() - start) / 60:.1f} of {args.budget_minutes:g} min used; "
