@@ -187,3 +187,17 @@ def test_the_sweep_groups_compatible_runs_into_ensembles_and_says_so(tmp_path):
         assert g.history.eval_loss == pytest.approx(a.history.eval_loss, rel=1e-4)
     # a rerun finds every run recorded, however it was trained
     assert not sweep.plan(exp, "quick", tmp_path / "grouped")["todo"]
+
+
+def test_the_bench_times_an_ensemble_against_its_runs_one_by_one(capsys):
+    from tfx.runs import bench
+
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--size", "custom", "--d-model", "16", "--heads", "2", "--layers", "1", "--batch", "4",
+                    "--length", "8", "--vocab", "50", "--rounds", "2", "--placements", "post", "--no-compile",
+                    "--train-steps", "0", "--threads", "1", "--ensemble", "2", "--ensemble-steps", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    line = next(x for x in capsys.readouterr().out.splitlines() if "ensemble of 2" in x)
+    assert "GFLOP/s" in line and "× the runs per core-hour" in line
