@@ -213,9 +213,49 @@ class Composite:
         return f"Composite({', '.join(f'{n}: {type(o).__name__}' for n, o in self.optimizers.items())})"
 
 
-def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
+class Members:
+    """The optimisers of K runs trained together as one program (an ensemble,
+    :mod:`tfx.runs.ensemble`), taken as one by :func:`take_step`: each member keeps the very
+    optimiser its single run builds (:func:`make_optimizer` of its own model and TrainConfig),
+    so its state, groups and weight decay are that run's. What :func:`take_step` does per
+    member, not over the stack: the learning rate (``lr`` a sequence, one per member), the
+    gradient norm and its clipping (a member's ‖g‖ is its own parameters' alone, as in its
+    single run). ``param_groups`` is the members' groups, concatenated; ``step`` and
+    ``zero_grad`` go to each member."""
+
+    def __init__(self, optimizers):
+        self.members = list(optimizers)
+        if not self.members:
+            raise ValueError("Members needs at least one optimiser (one per member of the ensemble)")
+
+    @property
+    def param_groups(self) -> list:
+        return [g for opt in self.members for g in opt.param_groups]
+
+    def step(self, closure=None):
+        if closure is not None:
+            raise ValueError("Members.step takes no closure")
+        for opt in self.members:
+            opt.step()
+
+    def zero_grad(self, set_to_none: bool = True):
+        for opt in self.members:
+            opt.zero_grad(set_to_none=set_to_none)
+
+    def __repr__(self):
+        return f"Members({len(self.members)} × {type(self.members[0]).__name__})"
+
+
+def set_lr(opt: torch.optim.Optimizer, lr) -> None:
     """Every parameter group's learning rate to ``lr`` (the schedule's value for this step)
-    times the group's ``lr_scale`` (μP's per-group factor, :func:`make_optimizer`; 1 if absent)."""
+    times the group's ``lr_scale`` (μP's per-group factor, :func:`make_optimizer`; 1 if absent).
+    For :class:`Members`, ``lr`` may be a sequence: member k's groups get ``lr[k]``."""
+    if isinstance(opt, Members) and not isinstance(lr, (int, float)):
+        if len(lr) != len(opt.members):
+            raise ValueError(f"lr has {len(lr)} values for {len(opt.members)} members: give one per member")
+        for member, member_lr in zip(opt.members, lr):
+            set_lr(member, member_lr)
+        return
     for group in opt.param_groups:
         group["lr"] = lr * group["lr_scale"] if "lr_scale" in group else lr
 
@@ -233,7 +273,11 @@ def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float 
     scaler skips it when a gradient is not finite); the scaler's update.
 
     Returns ‖g‖ before clipping as a 0-dim device tensor when ``clip`` or ``grad_norm``
-    (nothing is read back to the host), else None."""
+    (nothing is read back to the host), else None. For :class:`Members` (an ensemble) ``lr``
+    may be one value per member, and ‖g‖ and its clipping are per member: a (K,) tensor."""
+    if scaler is not None and isinstance(opt, Members):
+        raise ValueError("take_step: a gradient scaler (fp16) cannot step an ensemble's Members; "
+                         "train the members with amp_dtype 'bf16' or 'fp32'")
     if lr is not None:
         set_lr(opt, lr)
     opt.zero_grad(set_to_none=True)
@@ -242,11 +286,10 @@ def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float 
         scaler.unscale_(opt)
     norm = None
     if clip or grad_norm:
-        params = [p for group in opt.param_groups for p in group["params"]]
-        if clip:
-            norm = torch.nn.utils.clip_grad_norm_(params, clip)
+        if isinstance(opt, Members):  # each member's own ‖g‖, clipped on its own
+            norm = torch.stack([_clip_or_measure(member, clip) for member in opt.members])
         else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+            norm = _clip_or_measure(opt, clip)
     if before_update is not None:
         before_update()
     if scaler is not None:
@@ -255,3 +298,11 @@ def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float 
     else:
         opt.step()
     return norm
+
+
+def _clip_or_measure(opt, clip: float) -> torch.Tensor:
+    """The global gradient norm ‖g‖ of ``opt``'s parameters, clipped to ``clip`` when ``clip`` > 0."""
+    params = [p for group in opt.param_groups for p in group["params"]]
+    if clip:
+        return torch.nn.utils.clip_grad_norm_(params, clip)
+    return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])

@@ -3,6 +3,8 @@ the device's limit it runs, and ``tfx.train`` against a bare loop.
 
     python -m tfx.bench                  # the book's two CPU sizes, Post-LN and Pre-LN, on this device
     python -m tfx.bench --threads 1 --cpu-time --no-compile --profile
+    python -m tfx.bench --size reverse --placements post --threads 1 --cpu-time --ensemble 8
+                                         # + K = 8 runs as one ensemble against 8 runs one by one
     python -m tfx.bench --size custom --d-model 512 --layers 6 --batch 128 --length 32 --vocab 10000 --placements pre
                                          # the GPU target: 6+6, d 512, FFN 2048, 4,096-token batches
 
@@ -306,6 +308,68 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
             "ratio": per_step["bare"] / per_step["train"]}
 
 
+def ensemble_throughput(size: str = "reverse", placement: str = "post", members: int = 8, steps: int = 6,
+                        warmup: int = 2, device: str | None = None, **custom) -> dict:
+    """Runs per hour of ``members`` runs of one size (a book size, or ``custom``: the sizes of
+    :func:`train_overhead`, on the reverse task) trained as one ensemble
+    (:func:`tfx.runs.ensemble.train_ensemble`) against the same runs trained one after the
+    other with ``tfx.train``, in fp32 on this device's threads. Members differ in seed and lr.
+    Each is timed as (``warmup + steps`` steps − ``warmup`` steps), so set-up and the final
+    evaluation cancel out. ``speedup`` = the singles' time ÷ the ensemble's: runs per
+    core-hour gained; ``flop_s`` the aggregate model FLOP/s (members × one step's FLOPs ÷ time)."""
+    from .ensemble import build_members, train_ensemble
+
+    device = pick_device(device)
+    if size == "custom":
+        length, vocab, layers = custom["length"], custom["vocab"], custom["layers"]
+        task = SyntheticTask("reverse", vocab=vocab - 4, length=length - 1)
+        cfg = ModelConfig.for_task(task, d_model=custom["d_model"], n_heads=custom["n_heads"],
+                                   d_ffn=4 * custom["d_model"], n_enc=layers, n_dec=layers, placement=placement)
+        batch_size = custom["batch"]
+    else:
+        task_name, model, batch_size = BOOK_SIZES[size]
+        task = load_task(task_name)
+        cfg = ModelConfig.for_task(task, placement=placement, **model)
+    tc = TrainConfig(batch_size=batch_size, device=str(device), amp_dtype="fp32", eval_batches=1, bleu_sentences=0,
+                     log_every=10)
+    cfgs = [tc.replace(seed=k, lr=1e-4 * (1 + k)) for k in range(members)]
+    sync = _synchronize(device)
+
+    def alone(n):
+        models = build_members(cfg, task, cfgs)
+        sync()
+        t = _clock()
+        for model, c in zip(models, cfgs):
+            train(model, task, c.replace(steps=n))
+        sync()
+        return _clock() - t
+
+    def together(n):
+        models = build_members(cfg, task, cfgs)
+        sync()
+        t = _clock()
+        train_ensemble(models, task, [c.replace(steps=n) for c in cfgs])
+        sync()
+        return _clock() - t
+
+    per_step = {name: (fn(warmup + steps) - fn(warmup)) / steps for name, fn in (("alone", alone),
+                                                                                  ("ensemble", together))}
+    one = build_members(cfg, task, cfgs[:1])[0].to(device)
+    flops = members * step_flops(lambda: _loss(one.loss_and_accuracy)(task.batch(0, batch_size).to(device)))
+    return {"size": size, "placement": placement, "members": members, "device": str(device),
+            "threads": torch.get_num_threads(), "config": cfg.to_dict(), "batch_size": batch_size,
+            "alone_ms": 1e3 * per_step["alone"], "ensemble_ms": 1e3 * per_step["ensemble"],
+            "alone_flop_s": flops / per_step["alone"], "ensemble_flop_s": flops / per_step["ensemble"],
+            "speedup": per_step["alone"] / per_step["ensemble"]}
+
+
+def _ensemble_line(r: dict) -> str:
+    return (f"  ensemble of {r['members']} ({r['size']}, {r['placement']}, batch {r['batch_size']}): "
+            f"{r['ensemble_ms']:.0f} ms a step for all, {r['ensemble_flop_s'] / 1e9:.3g} GFLOP/s; alone, one after "
+            f"another: {r['alone_ms']:.0f} ms, {r['alone_flop_s'] / 1e9:.3g} GFLOP/s: {r['speedup']:.2f}× the runs "
+            f"per core-hour")
+
+
 def _describe(cfg: dict, r: dict) -> str:
     body = (f"{cfg['n_enc']}+{cfg['n_dec']} encoder–decoder" if cfg["n_enc"] else f"{cfg['n_dec']}-layer LM")
     return (f"{r['size']} ({body}, d {cfg['d_model']}, FFN {cfg['d_ffn']}, vocabulary {cfg['tgt_vocab']}; "
@@ -357,6 +421,10 @@ def main(argv=None):
                     help="--size custom: steps timed for tfx.train vs a bare loop (0: skip)")
     ap.add_argument("--log-every", type=int, default=10, help="tfx.train's log_every in that comparison")
     ap.add_argument("--profile", action="store_true", help="print the top ops of the tfx step (CPU)")
+    ap.add_argument("--ensemble", type=int, default=0, metavar="K",
+                    help="also time K runs of each size trained as one ensemble (tfx.runs.ensemble) against "
+                         "the same K runs one after another (default 0: skip)")
+    ap.add_argument("--ensemble-steps", type=int, default=6, help="steps timed in that comparison")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with the process's CPU time, not the wall clock (a CPU shared with other work, "
                          "--threads 1)")
@@ -382,6 +450,11 @@ def main(argv=None):
                 r["train"] = o
                 print(f"  tfx.train {o['train_steps_s']:.2f} steps/s, bare loop {o['bare_steps_s']:.2f} steps/s: "
                       f"ratio {o['ratio']:.2f} (log_every {o['log_every']})")
+            if a.ensemble:
+                e = ensemble_throughput(size, p, a.ensemble, steps=a.ensemble_steps, device=a.device,
+                                        **(custom if size == "custom" else {}))
+                r["ensemble"] = e
+                print(_ensemble_line(e))
             results.append(r)
     return results
 

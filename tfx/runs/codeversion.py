@@ -28,8 +28,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1]  # tfx/
 
 # Where a run's numbers come from: the trainer (optimiser step, divergence rule, probes), the
-# model and its initialisers, and the tasks' data.
-TRAINING_ROOTS = ("tfx.runs.train", "tfx.nn.model", "tfx.runs.data", "tfx.runs.corpus", "tfx.runs.lm")
+# ensemble's batched step (tfx.runs.ensemble: a run trained as a member computes its numbers
+# there), the model and its initialisers, and the tasks' data.
+TRAINING_ROOTS = ("tfx.runs.train", "tfx.runs.ensemble", "tfx.nn.model", "tfx.runs.data", "tfx.runs.corpus",
+                  "tfx.runs.lm")
 # What the trainer imports but no number depends on: the outcome rule only names how a finished
 # run ended, and every record is judged again by the current rule when it is read
 # (tfx.runs.results.read → outcome.rejudge), so a change of the rule retrains nothing.

@@ -80,6 +80,9 @@ class Record:
     # {"code_version", "key", "checked_on", "checked"}, where "checked" names the sampled runs
     # that were retrained under the new code and matched their records bit for bit
     carried_from: list = field(default_factory=list)
+    # how it ran: {} alone; {"members": K, "index": i} as member i of an ensemble of K runs trained
+    # as one program (tfx.runs.ensemble; wall_time then the ensemble's time / K)
+    ensemble: dict = field(default_factory=dict)
 
     @property
     def final_loss(self) -> float:

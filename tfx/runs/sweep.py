@@ -77,8 +77,32 @@ def run_one(label: str, config: ModelConfig, task, train_cfg: TrainConfig, seed:
         hist.train_config = json.loads(json.dumps(tc.to_dict()))
     else:
         hist = train(model, task, tc)
-    return Record(label=label, config=config, train_config=tc, seed=seed, code_version=code_version(),
-                  device=hist.device, wall_time=build_time + hist.wall_time,  # training time summed over restarts
+    return _record(label, config, task, tc, hist, build_time + hist.wall_time)  # training time summed over restarts
+
+
+def run_ensemble(labels, configs, task, train_cfgs, seeds, init_batch_size: int | None = None) -> list[Record]:
+    """:func:`run_one` for K runs of one architecture trained together as one program
+    (:func:`tfx.runs.ensemble.train_ensemble`): member k is ``labels[k]``, ``configs[k]``,
+    ``train_cfgs[k]`` with seed ``seeds[k]``; returns their Records, each saying
+    ``ensemble = {"members": K, "index": k}``, its wall time the ensemble's / K. Raises
+    :class:`tfx.runs.ensemble.EnsembleError`, naming the field, for runs that cannot be one."""
+    from .ensemble import build_members, train_ensemble
+
+    tcs = [tc.replace(seed=seed) for tc, seed in zip(train_cfgs, seeds)]
+    t0 = time.perf_counter()
+    models = build_members(list(configs), task, tcs, init_batch_size)
+    build_time = (time.perf_counter() - t0) / len(models)
+    hists = train_ensemble(models, task, tcs)
+    recs = [_record(label, config, task, tc, hist, build_time + hist.wall_time)
+            for label, config, tc, hist in zip(labels, configs, tcs, hists)]
+    for k, rec in enumerate(recs):
+        rec.ensemble = {"members": len(recs), "index": k}
+    return recs
+
+
+def _record(label, config, task, tc, hist, wall_time) -> Record:
+    return Record(label=label, config=config, train_config=tc, seed=tc.seed, code_version=code_version(),
+                  device=hist.device, wall_time=wall_time,
                   status=hist.status, history=hist, reason=getattr(hist, "reason", ""),
                   task=getattr(hist, "task", "") or getattr(task, "name", ""),
                   amp_dtype=_amp_dtype(hist), bleu=_bleu(hist), device_name=_device_name(hist.device),
@@ -387,6 +411,95 @@ def train_job(job: dict) -> tuple[dict, str]:
     return rec.to_dict(), how
 
 
+def ensembles(todo, max_members: int = 1) -> list[list]:
+    """The jobs ``todo`` (:func:`plan`'s) in groups that train as one ensemble each
+    (:mod:`tfx.runs.ensemble`), at most ``max_members`` a group; 1: every job alone (the
+    sweep's behaviour without ``--ensemble``). A pure function of the jobs: runs group when
+    they share the task, the model's shape (every model field but the initialiser's,
+    ``ensemble.INIT_ONLY_MODEL_FIELDS``) and every TrainConfig field but the ones a member
+    keeps (``ensemble.MEMBER_TRAIN_FIELDS``: seed, lr, schedule, …), and can be an ensemble
+    whose members are exactly their single runs (:func:`tfx.runs.ensemble.compatible`: no
+    dropout, no probes, …). Groups come in the order of their first job, each in ``todo``'s
+    order, filled to ``max_members`` before the next is started."""
+    from .ensemble import INIT_ONLY_MODEL_FIELDS, MEMBER_TRAIN_FIELDS, compatible
+
+    if isinstance(max_members, bool) or not isinstance(max_members, int) or max_members < 1:
+        raise ValueError(f"ensemble={max_members!r} must be an integer ≥ 1 (the most members an ensemble has)")
+    if max_members == 1:
+        return [[job] for job in todo]
+    groups, open_group = [], {}  # shape key → the group being filled
+    for job in todo:
+        run = job["run"]
+        model = ModelConfig.for_task(_task(job), **run.model)
+        train_cfg = run.train.replace(seed=run.seed)
+        if not compatible([model], [train_cfg]):
+            groups.append([job])
+            continue
+        shape = json.dumps([job["task"], job["seq_len"], job["threads"], job.get("fixture", False),
+                            {k: v for k, v in model.to_dict().items() if k not in INIT_ONLY_MODEL_FIELDS},
+                            {k: v for k, v in train_cfg.to_dict().items() if k not in MEMBER_TRAIN_FIELDS}],
+                           sort_keys=True, default=str)
+        group = open_group.get(shape)
+        if group is None or len(group) == max_members:
+            group = open_group[shape] = []
+            groups.append(group)
+        group.append(job)
+    return groups
+
+
+def train_group(jobs: list) -> list[tuple[dict, str]]:
+    """:func:`train_job` for a group of :func:`ensembles`: one job trains alone; more train as
+    one ensemble (no checkpoints: a group cut off starts over). Returns (record dict, how) per job."""
+    if len(jobs) == 1:
+        return [train_job(jobs[0])]
+    import torch
+
+    task = _task(jobs[0])
+    runs = [job["run"] for job in jobs]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(jobs[0]["threads"])
+    try:
+        recs = run_ensemble([r.label for r in runs], [ModelConfig.for_task(task, **r.model) for r in runs], task,
+                            [r.train for r in runs], [r.seed for r in runs])
+    finally:
+        torch.set_num_threads(threads)
+    out = []
+    for job, rec in zip(jobs, recs):
+        for k in ("experiment", "profile", "index", "run_id", "key", "fixture"):
+            setattr(rec, k, job[k])
+        rec.point, rec.task = dict(job["run"].point), job["task"]
+        out.append((rec.to_dict(), f"trained in an ensemble of {len(jobs)}"))
+    return out
+
+
+def _work_group(jobs: list, train=train_job) -> list:
+    """:func:`_work` for a group of :func:`ensembles`: claim every job; the ones another sweep
+    holds (None) or has recorded meanwhile are left out, the rest train together
+    (:func:`train_group`) and are recorded while the claims are held. Returns per job
+    (record dict, how) or None, in ``jobs``' order."""
+    if len(jobs) == 1:
+        return [_work(jobs[0], train)]
+    results_of = {}
+    with contextlib.ExitStack() as held_claims:
+        mine = []
+        for job in jobs:
+            if not held_claims.enter_context(claim(job["lock"], wait=job.get("wait", False))):
+                results_of[job["key"]] = None
+                continue
+            other = recorded_line(results.files_for(Path(job["out"]).parent, job["experiment"], job["profile"]),
+                                  job["key"])
+            if other is not None:
+                results_of[job["key"]] = (other, "recorded by another sweep")
+            else:
+                mine.append(job)
+        if mine:
+            for job, (d, how) in zip(mine, train_group(mine)):
+                results.append(job["out"], d)
+                Path(job["checkpoint"]).unlink(missing_ok=True)
+                results_of[job["key"]] = (d, how)
+    return [results_of[job["key"]] for job in jobs]
+
+
 def _work(job: dict, train=train_job) -> tuple[dict, str] | None:
     """Claim, train and record one run (in this process or a worker); returns (record dict,
     how: 'trained', 'resumed from its checkpoint' or 'recorded by another sweep'), or None
@@ -437,10 +550,11 @@ EXECUTORS = ("local", "ray")
 
 
 class Executor(NamedTuple):
-    """Where a sweep's runs train: ``submit(job)`` starts :func:`_work` on ``job`` and returns a
-    Future of its result; ``train(job)`` is what ``_work`` trains with (for a run another sweep
-    held, tried again at the end); ``at_once``: how many runs are in flight."""
-    submit: Callable[[dict], Future]
+    """Where a sweep's runs train: ``submit(group)`` starts :func:`_work_group` on a group of
+    :func:`ensembles` (one job, or an ensemble's) and returns a Future of its results;
+    ``train(job)`` is what ``_work`` trains a single run with (for a run another sweep held,
+    tried again at the end); ``at_once``: how many groups are in flight."""
+    submit: Callable[[list], Future]
     train: Callable[[dict], tuple]
     at_once: int
 
@@ -460,14 +574,14 @@ def local_executor(jobs: int = 1):
     """Runs trained on this machine: one at a time in this process (``jobs`` 1), or ``jobs`` at
     once, each in its own spawned process, each of which records its run."""
     if jobs == 1:
-        yield Executor(functools.partial(_settled, _work), train_job, 1)
+        yield Executor(functools.partial(_settled, _work_group), train_job, 1)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-        yield Executor(functools.partial(pool.submit, _work), train_job, jobs)
+        yield Executor(functools.partial(pool.submit, _work_group), train_job, jobs)
 
 
 def _import_ray():
@@ -559,7 +673,7 @@ def ray_executor(results_dir, address: str | None = None, gpus_per_task: float =
 
         pool = ThreadPoolExecutor(at_once, thread_name_prefix="tfx-ray-run")
         try:
-            yield Executor(functools.partial(pool.submit, _work, train=train), train, at_once)
+            yield Executor(functools.partial(pool.submit, _work_group, train=train), train, at_once)
         except BaseException:
             for ref in list(in_flight):
                 ray.cancel(ref, force=True)
@@ -569,15 +683,15 @@ def ray_executor(results_dir, address: str | None = None, gpus_per_task: float =
             mark.unlink(missing_ok=True)
 
 
-def _run_jobs(todo, executor: Executor, fits, settle) -> None:
-    """Keep ``executor.at_once`` runs of ``todo`` in flight, each started only if ``fits(job)``,
-    and ``settle(job, future.result)`` each as it ends."""
-    waiting, futures = list(todo), {}
+def _run_jobs(groups, executor: Executor, fits, settle) -> None:
+    """Keep ``executor.at_once`` groups of :func:`ensembles` in flight, each started only if
+    ``fits(group)``, and ``settle(group, future.result)`` each as it ends."""
+    waiting, futures = list(groups), {}
     while waiting or futures:
         while waiting and len(futures) < executor.at_once:
-            job = waiting.pop(0)
-            if fits(job):
-                futures[executor.submit(job)] = job
+            group = waiting.pop(0)
+            if fits(group):
+                futures[executor.submit(group)] = group
         if not futures:
             break
         done, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -648,7 +762,7 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int | None 
                    threads: int = 1, progress: bool = True, fixture: bool = False,
                    deadline: float | None = None, step_seconds: dict | None = None,
                    seal: bool = True, executor: str = "local", ray_address: str | None = None,
-                   gpus_per_task: float = 0.0) -> list[Record]:
+                   gpus_per_task: float = 0.0, ensemble: int = 1) -> list[Record]:
     """Run ``experiment`` (an :class:`tfx.runs.experiment.Experiment` or its file) in ``profile``
     (default: the current one); returns this shard's Records in the experiment's order.
 
@@ -669,15 +783,21 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int | None 
     :func:`fixture_run` (a CPU stand-in for tests, labelled as such in its record).
     ``seal``: once every run of this shard is recorded, its open batch becomes a sealed one
     (:func:`tfx.runs.results.seal`); off, it stays open (to inspect or damage it in a test).
+    ``ensemble``: up to this many compatible runs train together as one program
+    (:func:`ensembles`, :mod:`tfx.runs.ensemble`; each record says so in ``ensemble``); 1: each alone.
     """
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise ValueError(f"jobs={jobs!r} must be an integer ≥ 1")
     check_executor(executor, ray_address, gpus_per_task)
+    if executor == "ray" and ensemble != 1:
+        raise ValueError(f"ensemble={ensemble!r} with executor='ray': an ensemble trains in one process of this "
+                         "machine; give ensemble=1 (each run a Ray task) or executor='local'")
     if executor == "ray" and deadline is not None:
         raise ValueError("deadline: the step times are measured on this machine, not on Ray's workers; "
                          "give a deadline with executor='local' only")
     p = plan(experiment, profile, results_dir, shard, threads, fixture)
     mine, todo, recorded, out = p["mine"], p["todo"], p["recorded"], p["out"]
+    groups = ensembles(todo, ensemble)
     i, n = p["shard"]
     log = functools.partial(print, file=sys.stderr, flush=True)
     log(f"{p['experiment']}: {len(mine)} runs (profile {p['profile']}, task {p['task']}"
@@ -703,34 +823,36 @@ def run_experiment(experiment, profile=None, results_dir=None, jobs: int | None 
         failures.append(f"{job['run'].label} seed {job['run'].seed}")
         bar.write(f"{job['run'].label} seed {job['run'].seed} raised:\n{exc_text}", file=sys.stderr)
 
-    def settle(job, call):
+    def settle(group, call):
         try:
-            result = call()
+            outcomes = call()
         except Exception:
-            failed(job, traceback.format_exc())
+            for job in group:
+                failed(job, traceback.format_exc())
             return
-        if result is None:  # another sweep is training it: come back to it at the end
-            claimed.append(job)
-        else:
-            finish(job, result)
+        for job, result in zip(group, outcomes):
+            if result is None:  # another sweep is training it: come back to it at the end
+                claimed.append(job)
+            else:
+                finish(job, result)
 
-    if todo:
+    if groups:
         where = (ray_executor(out.parent, ray_address, gpus_per_task, threads, jobs) if executor == "ray"
                  else local_executor(jobs or 1))
         with where as ex:
-            def fits(job) -> bool:
+            def fits(group) -> bool:  # a group (of ensembles()) costs about its runs' time alone, summed
                 if deadline is None:
                     return True
-                ok = time.monotonic() + estimate_seconds(job, step_seconds, ex.at_once) <= deadline
+                ok = time.monotonic() + sum(estimate_seconds(job, step_seconds, ex.at_once) for job in group) <= deadline
                 if not ok:
-                    deferred.append(job)
+                    deferred.extend(group)
                 return ok
 
-            _run_jobs(todo, ex, fits, settle)
+            _run_jobs(groups, ex, fits, settle)
             for job in claimed:  # wait for the other sweep; train the run here if it stopped without recording it
                 bar.write(f"{job['run'].label} seed {job['run'].seed}: another sweep is training it; waiting",
                           file=sys.stderr)
-                settle(job, functools.partial(_work, {**job, "wait": True}, ex.train))
+                settle([job], functools.partial(_work_group, [{**job, "wait": True}], ex.train))
     bar.close()
     if deferred:
         log(f"budget: {len(deferred)} run(s) of {p['experiment']} would not finish in time and did not start; "
@@ -791,6 +913,9 @@ def main(argv=None) -> int:
     ap.add_argument("--shard", default=None, help="I/N: run only every N-th run, starting at I (0 ≤ I < N)")
     ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    ap.add_argument("--ensemble", type=int, default=1, metavar="K",
+                    help="train up to K compatible runs (same shapes; seed, lr, schedule may differ; no dropout) "
+                         "together as one program (tfx.runs.ensemble); default 1: each run alone")
     ap.add_argument("--list", action="store_true", help="list the runs and exit")
     ap.add_argument("--budget-minutes", type=float, default=None,
                     help="measure each model size's step time, print the plan and its estimated cost, and "
@@ -871,7 +996,8 @@ def main(argv=None) -> int:
         for exp in exps:
             run_experiment(exp, args.profile, args.results, jobs=args.jobs, shard=args.shard, threads=args.threads,
                            fixture=args.fixture, deadline=deadline, step_seconds=step_seconds,
-                           executor=args.executor, ray_address=args.ray_address, gpus_per_task=args.gpus_per_task)
+                           executor=args.executor, ray_address=args.ray_address, gpus_per_task=args.gpus_per_task,
+                           ensemble=args.ensemble)
         if deadline is not None:
             left = sum(len(plan(e, args.profile, args.results, args.shard, fixture=args.fixture)["todo"]) for e in exps)
             print(f"budget: {(time.monotonic() - start) / 60:.1f} of {args.budget_minutes:g} min used; "
