@@ -52,3 +52,23 @@ class Batch:
         if self._n_tokens is None:
             self._n_tokens = int((self.tgt[:, 1:] != PAD).sum())
         return self._n_tokens
+
+
+def repeated_ngram(batch: Batch, n: int = 4) -> Batch:
+    """``batch`` with every sequence's content replaced by its first ``n`` tokens, repeated:
+    token i (after BOS) becomes token 1 + (i − 1) mod n, wherever a real token was (PAD, BOS and
+    EOS stay put, so lengths, masks and the token count are unchanged). The kind of document
+    OLMo 2 found behind its loss spikes (olmo2025; SZ-1)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n={n!r} must be an integer ≥ 1 (the n-gram's length)")
+
+    def repeat(x):
+        if x is None:
+            return None
+        pos = torch.arange(x.shape[1], device=x.device)
+        first = 0 if x is batch.src else 1  # a target starts with BOS, a source does not
+        source = first + (pos - first).clamp(min=0) % n
+        content = (x != PAD) & (x != EOS) & (x != BOS)
+        return torch.where(content, x.gather(1, source.expand_as(x)), x)
+
+    return Batch(repeat(batch.src), repeat(batch.tgt), batch.src_padded, batch.tgt_padded, batch._n_tokens)

@@ -83,7 +83,11 @@ PARAMETERIZATIONS = ("standard", "mup")
 # an embedding table, a vector (bias, norm gain, ω, α) or the readout (the model's out_proj).
 # μP gives each kind its rate; TrainConfig.optimizer_by_kind may give each its optimiser.
 PARAMETER_KINDS = ("hidden", "embedding", "vector", "readout")
-SCHEDULES = ("constant", "inverse-sqrt", "linear-decay")
+SCHEDULES = ("constant", "inverse-sqrt", "linear-decay", "cosine", "wsd-linear", "wsd-sqrt")
+# What the one step does about a spike of the gradient norm or the loss (tfx.nn.optim.SpikeGuard)
+SPIKE_GUARDS = ("none", "clip-percentile", "clip-zscore", "skip-zscore", "rollback")
+# What a spike-zoo run does to itself at TrainConfig.inject_step (tfx.runs.train; SZ-1, SZ-3)
+INJECTIONS = ("none", "repeated-ngram", "lr-bump", "fresh-moments", "data-reset")
 WEIGHT_DECAY_MODES = ("coupled", "independent")
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 SEED_LIMIT = 2**64  # torch.manual_seed takes seeds in [0, 2**64)
@@ -468,6 +472,27 @@ _TRAIN_RULES = {
     "diagnose": _rule(_check_bool),
     "watch_every": _rule(_check_int, 0),
     "probes": _rule(_check_bool),
+    "final_lr_fraction": _rule(_check_number, low=0, high=1, high_open=True),
+    "cooldown_fraction": _rule(_check_number, low=0, high=1, low_open=True),
+    "spike_guard": _rule(_check_choice, SPIKE_GUARDS),
+    "guard_window": _rule(_check_int, 2),
+    "guard_percentile": _rule(_check_number, low=0, high=100, low_open=True, high_open=True),
+    "guard_z": _rule(_check_positive),
+    "inject": _rule(_check_choice, INJECTIONS),
+    "inject_step": _rule(_check_int, 0),
+    "inject_lr_factor": _rule(_check_positive),
+    "inject_length": _rule(_check_int, 1),
+}
+# Settings that only one choice of another field reads: field → (the field, the choices that read it).
+# Set away from its default under any other choice, a setting would do nothing: refused.
+_READ_ONLY_BY = {
+    "final_lr_fraction": ("schedule", ("cosine",)),
+    "cooldown_fraction": ("schedule", ("wsd-linear", "wsd-sqrt")),
+    "guard_window": ("spike_guard", ("clip-percentile", "skip-zscore", "rollback")),
+    "guard_percentile": ("spike_guard", ("clip-percentile",)),
+    "guard_z": ("spike_guard", ("clip-zscore", "skip-zscore", "rollback")),
+    "inject_lr_factor": ("inject", ("lr-bump",)),
+    "inject_length": ("inject", ("lr-bump",)),
 }
 
 
@@ -478,7 +503,33 @@ class TrainConfig(_Replaceable):
     Schedules (lr(t) for step t = 1, 2, …, warmup steps w):
       ``constant``      lr, after a linear warmup if w > 0
       ``inverse-sqrt``  lr · min(t/w, sqrt(w/t))  (Vaswani et al.; w=0: constant)
-      ``linear-decay``  linear warmup to lr, then linearly to 0 at ``steps``
+      ``linear-decay``  linear warmup to lr, then linearly to 0 at ``steps`` (bergsma2025d2z)
+      ``cosine``        after warmup, lr·(f + (1 − f)·½(1 + cos πu)), u the share of the steps
+                        after warmup done, f = ``final_lr_fraction`` (0.1: "cosine to 10 %")
+      ``wsd-linear``    warmup, stable at lr, then a cooldown over the last ``cooldown_fraction``
+      ``wsd-sqrt``      of the steps to 0: linear (1 − v), or (1 − √v), v the share of the
+                        cooldown done (hagele2024wsd: the (1 − √) cooldown beats linear)
+
+    Spikes (tfx.nn.optim.SpikeGuard; SZ-2), what the one step does, by ``spike_guard``:
+      ``none``             nothing (``clip`` still clips at a fixed norm when set)
+      ``clip-percentile``  clip ‖g‖ at the ``guard_percentile``-th percentile of the last
+                           ``guard_window`` pre-clip norms (the Tuning Playbook's 90th)
+      ``clip-zscore``      ZClip (kumar2025zclip): clip to μ + z·σ when ‖g‖'s z-score over an EMA
+                           of the norm's mean μ and variance σ² passes z = ``guard_z``
+      ``skip-zscore``      skip the update (θ and the optimiser's moments untouched) when the
+                           norm's z-score over the last ``guard_window`` norms passes ``guard_z``
+                           (OLMo-core's skip-step)
+      ``rollback``         when the loss's z-score over the last ``guard_window`` losses passes
+                           ``guard_z``, restore the state of 8–16 steps before and skip the batches
+                           in between (chowdhery2022palm)
+    Guards act from their 10th step on (GUARD_MIN_STEPS); each decision is recorded
+    (History.interventions), and steps whose norm was clipped are counted (steps_clipped).
+
+    Injections (SZ-1, SZ-3), at step ``inject_step``: ``repeated-ngram`` (that step's batch is
+    a repeated n-gram: each sequence its first 4 tokens over and over), ``lr-bump`` (the rate ×
+    ``inject_lr_factor`` for ``inject_length`` steps), ``fresh-moments`` (the optimiser's state
+    dropped, as a resume without it), ``data-reset`` (the data stream starts again from its first
+    batch, as a resume that lost its place).
 
     Optimisers: ``adam`` (kingma2015adam), ``adamw`` (loshchilov2019adamw), ``sgd`` with
     ``momentum``, ``radam``, ``adam-atan2`` (everett2024scaling: Adam's m̂/(√v̂+ε) replaced by
@@ -538,6 +589,18 @@ class TrainConfig(_Replaceable):
     diagnose: bool = True  # on divergence, replay the failing step and name the first sub-layer that blew up
     watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
     probes: bool = False  # at each logged step record attention logits and entropy, stream variance, DyT saturation (tfx.runs.probes)
+    # --- schedules after cosine (SC-1)
+    final_lr_fraction: float = 0.1  # 'cosine': the rate at the last step, as a fraction of lr
+    cooldown_fraction: float = 0.2  # 'wsd-linear', 'wsd-sqrt': the share of the steps the cooldown takes
+    # --- runs that break mid-way (SZ-1..3): what the step does about a spike, and what causes one
+    spike_guard: str = "none"  # see SPIKE_GUARDS and the docstring
+    guard_window: int = 100  # the last N steps a guard's statistics read
+    guard_percentile: float = 90.0  # 'clip-percentile'
+    guard_z: float = 2.5  # 'clip-zscore', 'skip-zscore', 'rollback': a spike is a z-score above this
+    inject: str = "none"  # see INJECTIONS and the docstring
+    inject_step: int = 0  # the step an injection happens at (≥ 1 when inject is set)
+    inject_lr_factor: float = 10.0  # 'lr-bump': the rate's factor
+    inject_length: int = 1  # 'lr-bump': for this many steps
 
     def __post_init__(self):
         _validate(self, _TRAIN_RULES)
@@ -558,6 +621,18 @@ class TrainConfig(_Replaceable):
         if used == {"adam-atan2"} and self.eps != 1e-8:
             raise ValueError(f"eps={self.eps} has no effect with optimizer='adam-atan2' (it has no ε, "
                              f"everett2024scaling); leave eps at 1e-8")
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name, (chooser, choices) in _READ_ONLY_BY.items():
+            if getattr(self, chooser) not in choices and getattr(self, name) != defaults[name]:
+                raise ValueError(f"{name}={getattr(self, name)!r} has no effect with {chooser}="
+                                 f"{getattr(self, chooser)!r}: only {chooser} in {choices} reads it")
+        if (self.inject == "none") != (self.inject_step == 0):
+            raise ValueError(f"inject={self.inject!r} with inject_step={self.inject_step}: an injection needs a "
+                             "step ≥ 1, and a step needs an injection (or leave both at 'none', 0)")
+        if self.inject_step > self.steps:
+            raise ValueError(f"inject_step={self.inject_step} must be ≤ steps={self.steps}")
+        if self.spike_guard in ("clip-percentile", "clip-zscore") and self.clip is not None:
+            raise ValueError(f"clip={self.clip} and spike_guard={self.spike_guard!r} both clip: choose one")
         if self.amp is False and self.amp_dtype not in (None, "fp32"):
             raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")
 

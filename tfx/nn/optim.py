@@ -9,6 +9,7 @@ to measure the first updates (WU-3, GV-3, AM-1), the book's toy and the bench on
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import torch
 
@@ -48,14 +49,23 @@ def pick_device(device: str | None = None) -> torch.device:
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Learning rate for optimiser step ``step`` = 1, 2, … (see TrainConfig)."""
+    """Learning rate for optimiser step ``step`` = 1, 2, … (the schedules: TrainConfig's docstring)."""
     w = cfg.warmup
     if cfg.schedule == "inverse-sqrt":
         return cfg.lr * (min(step / w, math.sqrt(w / step)) if w else 1.0)
-    warm = min(1.0, step / w) if w else 1.0
-    if cfg.schedule == "linear-decay" and step > w:
+    if step < w:  # lr·(t/w) as t/w, then lr: the float arithmetic of the records made before these schedules
+        return cfg.lr * (step / w)
+    if cfg.schedule == "linear-decay":
         return cfg.lr * max(0.0, (cfg.steps - step) / max(1, cfg.steps - w))
-    return cfg.lr * warm
+    if cfg.schedule == "cosine":  # from lr at the end of warmup to final_lr_fraction · lr at the last step
+        u = min(1.0, (step - w) / max(1, cfg.steps - w))
+        f = cfg.final_lr_fraction
+        return cfg.lr * (f + (1 - f) * 0.5 * (1 + math.cos(math.pi * u)))
+    if cfg.schedule in ("wsd-linear", "wsd-sqrt"):  # stable, then the cooldown over the last steps to 0
+        cooldown = max(1, round(cfg.cooldown_fraction * cfg.steps))
+        v = min(1.0, max(0.0, (step - (cfg.steps - cooldown)) / cooldown))
+        return cfg.lr * (1 - v if cfg.schedule == "wsd-linear" else 1 - math.sqrt(v))
+    return cfg.lr
 
 
 class AdamAtan2(torch.optim.Optimizer):
@@ -260,9 +270,95 @@ def set_lr(opt: torch.optim.Optimizer, lr) -> None:
         group["lr"] = lr * group["lr_scale"] if "lr_scale" in group else lr
 
 
+GUARD_MIN_STEPS = 10  # a guard acts once it has seen this many steps (statistics of fewer mean little)
+
+
+class SpikeGuard:
+    """What the one step does about a spike (SZ-2): a rule of ``TrainConfig.spike_guard``
+    (its docstring names them and their sources) and the statistics it reads.
+
+    :meth:`on_norm` takes the step's pre-clip gradient norm ‖g‖ and returns the action:
+    ``("clip", c)`` (clip ‖g‖ to c), ``("skip", z)`` (no update), or None:
+
+      clip-percentile  c = the p-th percentile of the last N norms, when ‖g‖ > c (tuning-playbook)
+      clip-zscore      z = (‖g‖ − μ)/σ over EMAs (α = 0.97) of the norm's mean and variance;
+                       z > z*: c = μ + z*·σ, and the EMAs take c, not ‖g‖ (kumar2025zclip)
+      skip-zscore      z over the mean and deviation of the last N norms; z > z*: skip, and the
+                       spike's norm stays out of the window (OLMo-core's skip-step)
+
+    :meth:`on_loss` (``rollback``) takes the step's loss and returns its z-score over the last N
+    losses when it passes z* (the trainer then rolls back), else None. Nothing acts before
+    :data:`GUARD_MIN_STEPS` values are seen. ``last`` is the action of the latest step."""
+
+    EMA = 0.97
+
+    def __init__(self, rule: str, window: int = 100, percentile: float = 90.0, z: float = 2.5):
+        self.rule, self.percentile, self.z = rule, percentile, z
+        self.values = deque(maxlen=window)  # the last norms (or losses, for rollback)
+        self.mean = self.var = None  # clip-zscore's EMAs
+        self.last = None
+
+    @classmethod
+    def of(cls, cfg: TrainConfig) -> "SpikeGuard | None":
+        """The guard ``cfg`` asks for (None for 'none')."""
+        if cfg.spike_guard == "none":
+            return None
+        return cls(cfg.spike_guard, cfg.guard_window, cfg.guard_percentile, cfg.guard_z)
+
+    def _zscore(self, x: float) -> float | None:
+        if len(self.values) < GUARD_MIN_STEPS:
+            return None
+        v = torch.tensor(self.values, dtype=torch.float64)
+        return (x - float(v.mean())) / max(float(v.std()), 1e-12)
+
+    def on_norm(self, norm: float):
+        action = None
+        if self.rule == "clip-percentile":
+            if len(self.values) >= GUARD_MIN_STEPS:
+                c = float(torch.tensor(self.values, dtype=torch.float64).quantile(self.percentile / 100))
+                action = ("clip", c) if norm > c else None
+            self.values.append(norm)  # the percentile of the logged, pre-clip norms
+        elif self.rule == "clip-zscore":
+            used = norm
+            if self.mean is None:
+                self.values.append(norm)
+                if len(self.values) == GUARD_MIN_STEPS:  # the EMAs start from the first steps' statistics
+                    v = torch.tensor(self.values, dtype=torch.float64)
+                    self.mean, self.var = float(v.mean()), float(v.var())
+            else:
+                std = max(math.sqrt(self.var), 1e-12)
+                if (norm - self.mean) / std > self.z:
+                    used = self.mean + self.z * std
+                    action = ("clip", used)
+                self.mean = self.EMA * self.mean + (1 - self.EMA) * used
+                self.var = self.EMA * self.var + (1 - self.EMA) * (used - self.mean) ** 2
+        elif self.rule == "skip-zscore":
+            z = self._zscore(norm)
+            if z is not None and z > self.z:
+                action = ("skip", z)
+            else:
+                self.values.append(norm)
+        self.last = action
+        return action
+
+    def on_loss(self, loss: float) -> float | None:
+        z = self._zscore(loss)
+        if z is not None and z > self.z:
+            return z
+        self.values.append(loss)
+        return None
+
+
+def drop_state(opt) -> None:
+    """Forget the optimiser's state (Adam's moments and step count, momentum buffers): what a
+    resume without the saved optimiser does (SZ-3). The parameters and their groups stay."""
+    for o in getattr(opt, "optimizers", {}).values() or getattr(opt, "members", None) or [opt]:
+        o.state.clear()
+
+
 def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float | None = None,
               clip: float = 0.0, grad_norm: bool = False, scaler: torch.amp.GradScaler | None = None,
-              before_update=None) -> torch.Tensor | None:
+              before_update=None, guard: SpikeGuard | None = None) -> torch.Tensor | None:
     """One optimiser step on ``objective``: θ ← θ + Δ(∇θ objective), the one step in tfx.
 
     In order: every group's learning rate set to ``lr`` (when given); gradients cleared;
@@ -270,7 +366,10 @@ def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float 
     true gradients); the global gradient norm ‖g‖ = (Σ_p ‖∇p‖²)^½ clipped to ``clip`` when
     ``clip`` > 0 (Pascanu et al. 2013); ``before_update()`` called with the gradients ready
     and θ not yet moved (where a probe reads ∇θ or copies θ); the optimiser's step (a
-    scaler skips it when a gradient is not finite); the scaler's update.
+    scaler skips it when a gradient is not finite); the scaler's update. With a ``guard``
+    (:class:`SpikeGuard`), ‖g‖ is read back to the host once the gradients are ready and the
+    guard's action taken: clipped to its threshold, or no update at all (``guard.last`` says
+    which).
 
     Returns ‖g‖ before clipping as a 0-dim device tensor when ``clip`` or ``grad_norm``
     (nothing is read back to the host), else None. For :class:`Members` (an ensemble) ``lr``
@@ -285,11 +384,19 @@ def take_step(opt: torch.optim.Optimizer, objective: torch.Tensor, *, lr: float 
     if scaler is not None:
         scaler.unscale_(opt)
     norm = None
-    if clip or grad_norm:
+    if guard is not None and isinstance(opt, Members):
+        raise ValueError("take_step: a spike guard cannot step an ensemble's Members; train the runs alone")
+    if clip or grad_norm or guard is not None:
         if isinstance(opt, Members):  # each member's own ‖g‖, clipped on its own
             norm = torch.stack([_clip_or_measure(member, clip) for member in opt.members])
         else:
             norm = _clip_or_measure(opt, clip)
+    if guard is not None:
+        action = guard.on_norm(float(norm))
+        if action is not None and action[0] == "skip":
+            return norm
+        if action is not None:  # clip to the guard's threshold, from the norm already measured
+            torch.nn.utils.clip_grads_with_norm_([p for g in opt.param_groups for p in g["params"]], action[1], norm)
     if before_update is not None:
         before_update()
     if scaler is not None:

@@ -30,10 +30,11 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from ..nn.batch import repeated_ngram
 from ..nn.config import AMP_DTYPES, ModelConfig, TrainConfig, autocast_dtype
 from ..nn.model import build_model
-from ..nn.optim import (DATA_STREAM, Composite, data_step, lr_at, make_optimizer, pick_device,  # noqa: F401
-                        step_batch, take_step)  # (re-exported)
+from ..nn.optim import (DATA_STREAM, Composite, SpikeGuard, data_step, drop_state, lr_at,  # noqa: F401
+                        make_optimizer, pick_device, step_batch, take_step)  # (re-exported)
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
 from .probes import FIELDS as PROBE_FIELDS, Probes
@@ -42,6 +43,8 @@ from .probes import FIELDS as PROBE_FIELDS, Probes
 # DIVERGE_OVER_CHANCE × ln V (uniform guessing over a vocabulary of V), unless diverge_loss is set.
 DIVERGE_OVER_START = 3.0
 DIVERGE_OVER_CHANCE = 3.0
+REPEATED_NGRAM = 4  # the n of inject='repeated-ngram'
+MAX_ROLLBACKS = 5  # spike_guard='rollback' rolls a run back at most this often (then lets it be)
 
 
 class UpdateNorm:
@@ -138,7 +141,11 @@ class History:
     bleu (translation tasks: greedy BLEU on the first ``bleu_sentences`` validation
     sentences). Every ``watch_every`` steps: watch_step, and per sub-layer (``sublayers``)
     act_max (largest |branch output|) and logit_max (largest |attention logit|).
-    A diverged run has ``diverged_step`` and ``diagnosis`` (see tfx.runs.diagnose)."""
+    A diverged run has ``diverged_step`` and ``diagnosis`` (see tfx.runs.diagnose).
+    ``steps_clipped``: the steps whose gradient norm was clipped (by ``clip`` or a spike guard),
+    ``steps_skipped``: the steps a 'skip-zscore' guard left without an update; ``interventions``:
+    each skip and rollback, as {"step", "what", …} (SZ-2). A rollback truncates the per-step
+    lists to the step it went back to: they hold the steps the final weights were trained on."""
 
     status: str = "running"
     reason: str = ""
@@ -179,6 +186,9 @@ class History:
     attn_entropy: list = field(default_factory=list)
     stream_var: list = field(default_factory=list)
     dyt_saturated: list = field(default_factory=list)
+    steps_clipped: int = 0
+    steps_skipped: int = 0
+    interventions: list = field(default_factory=list)
 
     def final_loss(self, fraction: float = 0.1) -> float:
         """Mean training loss over the last ``fraction`` of the recorded steps (nan if none)."""
@@ -272,10 +282,51 @@ class _Run:
         self.loss_fn = torch.compile(model.loss_and_accuracy) if cfg.compile else model.loss_and_accuracy
         self.updates = UpdateNorm(self.opt)
         self.snapshots = []  # [(step, state)]: the two latest, oldest first
+        self.guard = SpikeGuard.of(cfg)
+        self.skipped_batches = 0  # batches a rollback jumped over: step t then reads batch t + this
+        self.clipped = None  # steps clipped at the fixed ``clip`` (a device count: nothing read back)
+        self.guard_clipped = self.guard_skipped = 0
+        self.skips = []  # the skip-step guard's decisions, for History.interventions
+
+    def state_dict(self) -> dict:
+        """What a checkpoint needs of the run beyond model and optimiser: the guard's statistics,
+        the batches rollbacks skipped, the counts of clipped and skipped steps (plain values)."""
+        g = self.guard
+        return {"guard": None if g is None else {"values": list(g.values), "mean": g.mean, "var": g.var},
+                "skipped_batches": self.skipped_batches, "skips": list(self.skips),
+                "clipped": None if self.clipped is None else int(self.clipped),
+                "guard_clipped": self.guard_clipped, "guard_skipped": self.guard_skipped}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("guard") is not None and self.guard is not None:
+            self.guard.values.extend(state["guard"]["values"])
+            self.guard.mean, self.guard.var = state["guard"]["mean"], state["guard"]["var"]
+        self.skipped_batches, self.skips = state["skipped_batches"], list(state["skips"])
+        self.clipped = None if state["clipped"] is None else torch.tensor(state["clipped"], device=self.device)
+        self.guard_clipped, self.guard_skipped = state["guard_clipped"], state["guard_skipped"]
+
+    def data_position(self, step: int) -> int:
+        """Where in its data stream step ``step`` reads: the step itself, unless a rollback
+        jumped batches or a 'data-reset' injection started the stream again."""
+        if self.cfg.inject == "data-reset" and step >= self.cfg.inject_step:
+            return step - self.cfg.inject_step + 1
+        return step + self.skipped_batches
 
     def batch(self, step):
-        """The data of optimiser step ``step`` = 1, 2, …: a function of the step alone."""
-        return step_batch(self.task, step, self.cfg).to(self.device)
+        """The data of optimiser step ``step`` = 1, 2, …: a function of the step alone (and of
+        the injections and rollbacks, :meth:`data_position`)."""
+        batch = step_batch(self.task, self.data_position(step), self.cfg)
+        if self.cfg.inject == "repeated-ngram" and step == self.cfg.inject_step:
+            batch = repeated_ngram(batch, REPEATED_NGRAM)
+        return batch.to(self.device)
+
+    def lr(self, step: int) -> float:
+        """The schedule's rate, × ``inject_lr_factor`` during an 'lr-bump' injection."""
+        lr = lr_at(step, self.cfg)
+        c = self.cfg
+        if c.inject == "lr-bump" and c.inject_step <= step < c.inject_step + c.inject_length:
+            lr *= c.inject_lr_factor
+        return lr
 
     def forward(self, batch, loss_fn, amp):
         with torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
@@ -285,8 +336,10 @@ class _Run:
         """One optimiser step on cross-entropy + z_loss · mean (log Z)². Returns (batch, lr,
         [loss, acc, grad norm, update norm, mean log Z, max |log Z|]) with the six numbers in one
         device tensor (loss: the cross-entropy; update norm nan unless ``record_update``)."""
-        lr = lr_at(step, self.cfg)
+        lr = self.lr(step)
         batch = self.batch(step)
+        if self.cfg.inject == "fresh-moments" and step == self.cfg.inject_step:
+            drop_state(self.opt)
         loss, acc, log_z, log_z_sq, log_z_absmax = self.forward(
             batch, self.model.loss_and_accuracy if eager else self.loss_fn, self.amp)
         objective = loss + self.cfg.z_loss * log_z_sq if self.cfg.z_loss else loss
@@ -297,10 +350,22 @@ class _Run:
             self.updates.before()
             scale = self.scaler._scale.clone() if self.scaler.is_enabled() else None
 
+        norm_guard = self.guard if self.guard is not None and self.guard.rule != "rollback" else None
         grad_norm = take_step(self.opt, objective, lr=lr, clip=self.cfg.clip, grad_norm=True, scaler=self.scaler,
-                              before_update=before_update if record_update else None).float()
+                              before_update=before_update if record_update else None, guard=norm_guard).float()
+        if self.cfg.clip:
+            over = (grad_norm > self.cfg.clip).long()
+            self.clipped = over if self.clipped is None else self.clipped + over
+        if norm_guard is not None and norm_guard.last is not None:
+            if norm_guard.last[0] == "clip":
+                self.guard_clipped += 1
+            else:
+                self.guard_skipped += 1
+                self.skips.append({"step": step, "what": "skip", "z": norm_guard.last[1]})
         upd = torch.full_like(grad_norm, float("nan"))
-        if record_update:
+        if record_update and self.skips and self.skips[-1]["step"] == step:  # no update was made
+            upd = torch.zeros_like(grad_norm)
+        elif record_update:
             upd = self.updates.after().float()
             if scale is not None:  # update() lowers the scale exactly when it skipped a step (inf gradients)
                 upd = upd * (self.scaler._scale >= scale)
@@ -417,10 +482,10 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
     torch.manual_seed(cfg.seed)  # dropout; the data depends on the step alone
     start = 0
     if resume and cfg.checkpoint_path and os.path.exists(cfg.checkpoint_path):
-        hist, start = load_checkpoint(cfg.checkpoint_path, model, run.opt, run.scaler, device)
+        hist, start = load_checkpoint(cfg.checkpoint_path, model, run.opt, run.scaler, device, run)
     eval_batches = task.eval_batches(cfg.batch_size, "valid", cfg.eval_batches)
     bleu = _bleu_probe(model, task, cfg, device, run.amp)
-    if cfg.diagnose:
+    if cfg.diagnose or (run.guard is not None and run.guard.rule == "rollback"):
         run.snapshot(start)
     bar = None
     if cfg.progress:
@@ -433,7 +498,10 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
         hist.stream_names, hist.sublayers = probes.stream_names, hist.sublayers or probes.sublayers
     pending = []  # (step, lr, logged, device record, device probe row or None) not yet read back
     t0 = time.perf_counter() - hist.wall_time
-    for step in range(start + 1, cfg.steps + 1):
+    rollback = run.guard is not None and run.guard.rule == "rollback"
+    step = start
+    while step < cfg.steps:
+        step += 1
         logged = step % cfg.log_every == 0 or step == cfg.steps
         record_update = logged and cfg.record_updates
         probing = probes is not None and logged  # hooks see eager modules: a probed step is not compiled
@@ -444,8 +512,21 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
             batch, lr, rec = run.step(step, eager=w is not None or probing, record_update=record_update)
         if w is not None:
             _record_watch(hist, step, w)
-        hist.tokens += batch.n_tokens
+        hist.tokens += batch.n_tokens  # every token trained on, a rolled-back step's too
         pending.append((step, lr, logged, rec, probes.row() if probing else None))
+        if rollback and len(hist.interventions) < MAX_ROLLBACKS and run.snapshots:
+            z = run.guard.on_loss(float(rec[0]))  # a host read each step: a rollback decides on every loss
+            if z is not None and math.isfinite(z):
+                back_to, state = run.snapshots[0]
+                run._restore(state)
+                run.skipped_batches += step - back_to  # PaLM: go back, and skip the batches since
+                hist.interventions.append({"step": step, "what": "rollback", "to": back_to, "z": z,
+                                           "loss": float(rec[0])})
+                pending = [p for p in pending if p[0] <= back_to]
+                _truncate(hist, back_to)
+                run.snapshots = run.snapshots[:1]
+                step = back_to
+                continue
         evaluating = cfg.eval_every and step % cfg.eval_every == 0 and step != cfg.steps
         saving = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
         if bar is not None:
@@ -462,21 +543,42 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
         hist.steps_done = step
         if bar is not None:
             bar.set_postfix(loss=f"{hist.loss[-1]:.3f}" if hist.loss else "")
-        if cfg.diagnose and step >= run.snapshots[-1][0] + SNAPSHOT_EVERY:
+        if (cfg.diagnose or rollback) and step >= run.snapshots[-1][0] + SNAPSHOT_EVERY:
             run.snapshot(step)
         if evaluating:
             _eval(hist, model, eval_batches, bleu, device, run.amp, step)
         if saving:
             hist.wall_time = time.perf_counter() - t0
-            save_checkpoint(cfg.checkpoint_path, model, run.opt, run.scaler, hist, step, device)
+            save_checkpoint(cfg.checkpoint_path, model, run.opt, run.scaler, hist, step, device, run)
     if bar is not None:
         bar.close()
+    hist.steps_clipped = run.guard_clipped + (int(run.clipped) if run.clipped is not None else 0)
+    hist.steps_skipped = run.guard_skipped
+    hist.interventions = sorted(hist.interventions + run.skips, key=lambda e: e["step"])
     if hist.status != "diverged":
         _eval(hist, model, eval_batches, bleu, device, run.amp, hist.steps_done)
         verdict = judge(hist)
         hist.status, hist.reason = verdict.verdict, verdict.reason
     hist.wall_time = time.perf_counter() - t0
     return hist
+
+
+# History's per-step lists, by the list of steps they are aligned with (what a rollback truncates)
+_ALIGNED = {"step": ("loss", "acc", "lr", "grad_norm", "update_norm", "log_z", "log_z_absmax"),
+            "eval_step": ("eval_loss", "eval_acc", "bleu"),
+            "probe_step": ("attn_logit_max", "attn_entropy", "stream_var", "dyt_saturated"),
+            "watch_step": ("act_max", "logit_max")}
+
+
+def _truncate(hist: History, last_step: int) -> None:
+    """Drop every per-step entry of ``hist`` after ``last_step`` (a rollback went back there)."""
+    for steps, fields in _ALIGNED.items():
+        keep = sum(1 for t in getattr(hist, steps) if t <= last_step)
+        for name in (steps,) + fields:
+            values = getattr(hist, name)
+            if len(values) >= keep:
+                setattr(hist, name, values[:keep])
+    hist.steps_done = min(hist.steps_done, last_step)
 
 
 def _read_back(hist, pending, diverge_loss, check_grads, probes=None):
@@ -578,19 +680,22 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed from: truncated, corrupt, unsafe, or another model's."""
 
 
-def save_checkpoint(path, model, opt, scaler, hist, step, device):
-    """Everything needed to continue exactly: weights, optimiser, scaler, history, RNG —
-    tensors and plain Python values only, so :func:`load_checkpoint` can read it with
+def save_checkpoint(path, model, opt, scaler, hist, step, device, run=None):
+    """Everything needed to continue exactly: weights, optimiser, scaler, history, RNG, and
+    ``run``'s own state (:meth:`_Run.state_dict`: spike guards, rollbacks) — tensors and plain
+    Python values only, so :func:`load_checkpoint` can read it with
     ``torch.load(weights_only=True)``. Written to a temporary file, then renamed (atomic)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"  # this process's own: two writers never rename each other's
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scaler": scaler.state_dict(),
-                "history": hist.to_dict(), "rng": _rng_state(device), "step": step}, tmp)
+                "history": hist.to_dict(), "rng": _rng_state(device), "step": step,
+                **({} if run is None else {"run": run.state_dict()})}, tmp)
     os.replace(tmp, path)
 
 
-def load_checkpoint(path, model, opt, scaler, device) -> tuple[History, int]:
-    """Restore ``model``, ``opt`` and ``scaler`` from ``path``; returns (History, step).
+def load_checkpoint(path, model, opt, scaler, device, run=None) -> tuple[History, int]:
+    """Restore ``model``, ``opt``, ``scaler`` (and ``run``'s own state, when the checkpoint
+    has it) from ``path``; returns (History, step).
 
     Loads with ``torch.load(weights_only=True)``: a checkpoint from elsewhere cannot run
     code. Raises :class:`CheckpointError`, naming the file and the problem, when it is
@@ -629,6 +734,8 @@ def load_checkpoint(path, model, opt, scaler, device) -> tuple[History, int]:
         scaler.load_state_dict(ck["scaler"])
         hist = History(**ck["history"])
         _set_rng_state(ck["rng"], device)
+        if run is not None and "run" in ck:
+            run.load_state_dict(ck["run"])
     except (RuntimeError, ValueError, KeyError, TypeError) as e:
         raise fail(f"does not fit this model and optimiser ({first_line(e)})") from e
     return hist, int(ck["step"])
