@@ -75,7 +75,7 @@ def test_model_config_resolves_placements():
     (dict(betas=(0.9,)), ["betas="]),
     (dict(momentum=1.0), ["momentum=1.0"]),
     (dict(weight_decay=-1), ["weight_decay=-1"]),
-    (dict(schedule="cosine"), ["schedule='cosine'", "'inverse-sqrt'"]),
+    (dict(schedule="cosine-annealing"), ["schedule='cosine-annealing'", "'inverse-sqrt'", "'wsd-sqrt'"]),
     (dict(warmup=-5), ["warmup=-5"]),
     (dict(clip=0), ["clip=0"]),
     (dict(label_smoothing=1.0), ["label_smoothing=1.0"]),

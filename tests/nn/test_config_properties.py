@@ -164,7 +164,7 @@ TRAIN_SPEC = {
     "eps": numbers(0, low_open=True),
     "momentum": numbers(0, 1, high_open=True),
     "weight_decay": numbers(0),
-    "schedule": choices(["constant", "inverse-sqrt", "linear-decay"]),
+    "schedule": choices(["constant", "inverse-sqrt", "linear-decay", "cosine", "wsd-linear", "wsd-sqrt"]),
     "warmup": integers(0),
     "clip": optional(numbers(0, low_open=True)),
     "label_smoothing": numbers(0, 1, high_open=True),
@@ -190,6 +190,16 @@ TRAIN_SPEC = {
     "weight_decay_mode": choices(["coupled", "independent"]),
     "probes": booleans(),
     "optimizer_by_kind": optional(optimizer_by_kind()),
+    "final_lr_fraction": numbers(0, 1, high_open=True),
+    "cooldown_fraction": numbers(0, 1, low_open=True),
+    "spike_guard": choices(["none", "clip-percentile", "clip-zscore", "skip-zscore", "rollback"]),
+    "guard_window": integers(2),
+    "guard_percentile": numbers(0, 100, low_open=True, high_open=True),
+    "guard_z": numbers(0, low_open=True),
+    "inject": choices(["none", "repeated-ngram", "lr-bump", "fresh-moments", "data-reset"]),
+    "inject_step": integers(0),
+    "inject_lr_factor": numbers(0, low_open=True),
+    "inject_length": integers(1),
 }
 # other fields a good value needs (the cross-field rules); default: none
 COMPANIONS = {
@@ -201,6 +211,16 @@ COMPANIONS = {
     "weight_decay_mode": lambda v: {"optimizer": "adamw"},  # 'independent' rescales AdamW's decay
     "parameterization": lambda v: {"base_width": 64} if v == "mup" else {},  # μP needs its base width
     "base_width": lambda v: {} if v is None else {"parameterization": "mup"},
+    # settings read under one choice of another field (config._READ_ONLY_BY), and an injection's step
+    "final_lr_fraction": lambda v: {"schedule": "cosine"},
+    "cooldown_fraction": lambda v: {"schedule": "wsd-sqrt"},
+    "guard_window": lambda v: {"spike_guard": "skip-zscore"},
+    "guard_percentile": lambda v: {"spike_guard": "clip-percentile"},
+    "guard_z": lambda v: {"spike_guard": "clip-zscore"},
+    "inject": lambda v: {} if v == "none" else {"inject_step": 1},
+    "inject_step": lambda v: {} if v == 0 else {"inject": "fresh-moments", "steps": max(200, v)},
+    "inject_lr_factor": lambda v: {"inject": "lr-bump", "inject_step": 1},
+    "inject_length": lambda v: {"inject": "lr-bump", "inject_step": 1},
 }
 # how an accepted value is stored; default: equal to the value given
 STORED = {
