@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from .blocks import Attention
 from .config import SEED_STRIDE, TrainConfig
 from .mup import kind_groups, param_groups
 
@@ -170,6 +171,49 @@ class Muon(torch.optim.Optimizer):
                 if wd:
                     p.mul_(1 - lr * wd)
                 p.add_(o, alpha=-lr * 0.2 * max(p.shape) ** 0.5)
+
+
+def record_qk_logits(model, on: bool = True) -> None:
+    """Every attention module of ``model`` keeps (``on``) or stops keeping each head's largest
+    |logit| of its last forward (``Attention.logit_max``), what :func:`qk_clip_` reads."""
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.record_logit_max, m.logit_max = on, None
+
+
+def qk_logit_max(model) -> torch.Tensor | None:
+    """The largest |attention logit| of the last forward, over every attention module and head
+    that recorded one (:func:`record_qk_logits`): a 0-dim device tensor (no read back), or None."""
+    maxes = [m.logit_max.max() for m in model.modules() if isinstance(m, Attention) and m.logit_max is not None]
+    return torch.stack(maxes).max() if maxes else None
+
+
+@torch.no_grad()
+def qk_clip_(model, tau: float) -> torch.Tensor | None:
+    """QK-clip (Kimi K2, kimi2025k2), after an optimiser step: for each attention head h whose
+    largest |logit| S_max,h in the last forward (``Attention.logit_max``, recorded by
+    :func:`record_qk_logits`: S = QKᵀ · scale before any soft-cap, over the batch and the pairs
+    the masks allow) exceeded τ = ``tau``, with γ_h = τ / S_max,h,
+
+        W_q[h rows] ← √γ_h · W_q[h rows],    W_k[h rows] ← √γ_h · W_k[h rows]
+
+    and the same for the head's entries of the q and k biases: head h's queries and keys are then
+    √γ_h times what they were, so its logits are exactly γ_h · S and the largest is τ (for the
+    forward's input; the step just taken moves it a little). K2 rescales the weights (its
+    attention has no q/k biases); scaling W alone would leave the biases' part of S unscaled, and
+    the largest logit above τ. Other heads are multiplied by exactly 1 (unchanged to the bit).
+    Computed on the device (no host sync). Returns the largest S_max,h before the clip (0-dim),
+    or None when no module recorded one. Moot under a QK-norm, which undoes any scale of W_q x."""
+    for m in model.modules():
+        if isinstance(m, Attention) and m.logit_max is not None:
+            s = m.logit_max
+            gamma = torch.where(torch.isfinite(s) & (s > tau), tau / s, 1.0)  # not finite: the run diverged
+            root = gamma.sqrt().repeat_interleave(m.q_proj.out_features // m.n_heads)  # one per row of W_q, W_k
+            for lin in (m.q_proj, m.k_proj):
+                lin.weight.mul_(root.to(lin.weight.dtype).unsqueeze(1))
+                if lin.bias is not None:
+                    lin.bias.mul_(root.to(lin.bias.dtype))
+    return qk_logit_max(model)
 
 
 def group_decay(cfg: TrainConfig, lr_scale: float = 1.0) -> float:
