@@ -552,8 +552,8 @@ class TrainConfig(_Replaceable):
     watch_every: int = 0  # every N steps record each sub-layer's largest activation and attention logit (0: off)
     probes: bool = False  # at each logged step record attention logits and entropy, stream variance, DyT saturation (tfx.runs.probes)
     # --- attention logits (kimi2025k2)
-    qk_clip: float | None = None  # τ: after each step, scale a head's W_q, W_k by √(τ/max logit) where it passed τ (K2: 100)
-    record_qk_logits: bool = False  # record each logged step's largest attention logit (History.qk_logit_max); on with qk_clip
+    qk_clip: float | None = None  # τ (K2: 100): a head whose max logit S passed τ gets W_q, W_k × √(τ/S)
+    record_qk_logits: bool = False  # History.qk_logit_max: each logged step's largest logit; on with qk_clip
 
     def __post_init__(self):
         _validate(self, _TRAIN_RULES)

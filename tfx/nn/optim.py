@@ -228,9 +228,9 @@ def group_decay(cfg: TrainConfig, lr_scale: float = 1.0) -> float:
     does (microsoft/mup, ``MuAdam``, ``MuAdamW``, ``MuSGD``: λ·r for a hidden matrix whose rate
     is lr/r; Yang et al. 2022, Tensor Programs V, yang2022tp5), so λ tuned at the base width
     transfers; the independent form is wortsman2023proxies §3.2.2's: AdamW decays
-    θ ← θ − lr_t·λ_g·θ (loshchilov2019adamw). Adam's and SGD's coupled decay is an L2 term λ_g·θ
-    in the gradient, which their step multiplies by the group's rate too (Adam after its
-    normalisation), as in mup's ``MuAdam`` and ``MuSGD``."""
+    θ ← θ − lr_t·λ_g·θ (loshchilov2019adamw), as do Adam-atan2 and Muon. Adam's and SGD's coupled
+    decay is an L2 term λ_g·θ in the gradient, which their step multiplies by the group's rate too
+    (Adam after its normalisation), as in mup's ``MuAdam`` and ``MuSGD``."""
     if cfg.weight_decay_mode == "independent":
         return cfg.weight_decay / (cfg.lr * lr_scale)
     return cfg.weight_decay / lr_scale

@@ -52,8 +52,8 @@ class UpdateNorm:
       AdamW   −(lr·u_t + lr·λ·θ_t) / (1 − lr·λ), u_t Adam's term above  (Loshchilov & Hutter 2019)
       SGD     Δ = −lr · b_t, the momentum buffer
 
-    Other optimisers (RAdam, SGD without momentum) copy θ before the step instead; a
-    :class:`tfx.nn.optim.Composite`'s norm is that of its optimisers' (disjoint) updates together.
+    Other optimisers (RAdam, Adam-atan2, Muon, SGD without momentum) copy θ before the step
+    instead; a :class:`tfx.nn.optim.Composite`'s norm is that of its optimisers' (disjoint) updates together.
     ``after()`` returns a 0-dim device tensor: nothing is read back.
     """
 
