@@ -91,17 +91,18 @@ def pair_of(spec):
 
 def optimizer_by_kind():
     """{parameter kind: optimiser}, not empty; an optimiser other than the default 'adam' somewhere
-    (a mapping that changes nothing is refused)."""
-    kinds, names = ["hidden", "embedding", "vector", "readout"], ["adam", "adamw", "sgd", "radam", "adam-atan2"]
+    (a mapping that changes nothing is refused); 'muon' for the hidden kind only."""
+    kinds, names = ["hidden", "embedding", "vector", "readout"], ["adam", "adamw", "sgd", "radam", "adam-atan2", "muon"]
     good = st.dictionaries(st.sampled_from(kinds), st.sampled_from(names), min_size=1).filter(
-        lambda d: set(d.values()) != {"adam"})
+        lambda d: set(d.values()) != {"adam"} and all(v != "muon" or k == "hidden" for k, v in d.items()))
     bad = st.one_of(NOT_A_STRING.filter(lambda v: v is not None), st.just({}), st.text(max_size=4),
                     st.dictionaries(st.text(max_size=6).filter(lambda k: k not in kinds), st.sampled_from(names),
                                     min_size=1),
                     st.dictionaries(st.sampled_from(kinds), st.text(max_size=6).filter(lambda v: v not in names),
                                     min_size=1),
                     st.dictionaries(st.sampled_from(kinds), st.integers(), min_size=1),
-                    st.just({"hidden": "adam"}))  # the default optimizer already: no effect
+                    st.just({"hidden": "adam"}),  # the default optimizer already: no effect
+                    st.sampled_from(kinds[1:]).map(lambda k: {"hidden": "muon", k: "muon"}))  # Muon: hidden only
     return good, bad
 
 
@@ -159,7 +160,7 @@ TRAIN_SPEC = {
     "steps": integers(1),
     "batch_size": integers(1),
     "lr": numbers(0, low_open=True),
-    "optimizer": choices(["adam", "adamw", "sgd", "radam", "adam-atan2"]),
+    "optimizer": choices(["adam", "adamw", "sgd", "radam", "adam-atan2"]),  # "muon" alone is refused (hidden only)
     "betas": pair_of(numbers(0, 1, high_open=True)),
     "eps": numbers(0, low_open=True),
     "momentum": numbers(0, 1, high_open=True),
@@ -200,6 +201,8 @@ TRAIN_SPEC = {
     "inject_step": integers(0),
     "inject_lr_factor": numbers(0, low_open=True),
     "inject_length": integers(1),
+    "qk_clip": optional(numbers(0, low_open=True)),
+    "record_qk_logits": booleans(),
 }
 # other fields a good value needs (the cross-field rules); default: none
 COMPANIONS = {

@@ -30,7 +30,7 @@ def loss_of(model, step):
 # ------------------------------------------------------------------ the field
 @pytest.mark.parametrize("value, match", [
     ({"hiden": "sgd"}, "optimizer_by_kind=.*kinds from 'hidden', 'embedding', 'vector', 'readout'"),
-    ({"hidden": "muon"}, "optimizer_by_kind=.*optimizers from 'adam', 'adamw', 'sgd'"),
+    ({"hidden": "lion"}, "optimizer_by_kind=.*optimizers from 'adam', 'adamw', 'sgd'"),
     ({}, "optimizer_by_kind=.*non-empty dict"),
     ("sgd", "optimizer_by_kind=.*dict"),
 ])

@@ -119,6 +119,10 @@ class Attention(nn.Module):
       ``scale``               the factor on QKᵀ in place of 1/√d_h (μP's ∝ 1/d_h,
                               ``tfx.nn.mup.attention_scale``, yang2022tp5).
     :meth:`scores` returns S exactly as the forward uses it (both go through ``_qkv``).
+
+    ``record_logit_max`` (False; QK-clip's, ``tfx.nn.optim.record_qk_logits``): each forward
+    also sets ``logit_max``, every head's largest |S| (h,), a detached device tensor; off, the
+    forward is the one above, op for op.
     """
 
     def __init__(self, d: int, n_heads: int, dropout: float = 0.0, q_norm: nn.Module | None = None,
@@ -129,6 +133,7 @@ class Attention(nn.Module):
         self.scale = (d // n_heads) ** -0.5 if scale is None else float(scale)
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d, d) for _ in range(4))
         self.q_norm, self.k_norm, self.inner_norm = q_norm, k_norm, inner_norm
+        self.record_logit_max, self.logit_max = False, None
 
     def _heads(self, x):  # (B, L, d) -> (B, h, L, d/h)
         B, L, d = x.shape
@@ -155,11 +160,23 @@ class Attention(nn.Module):
         q, k, _ = self._qkv(x, memory)
         return self._scores(q, k)
 
+    @torch.no_grad()
+    def head_logit_max(self, q, k, mask=None, causal=False) -> torch.Tensor:
+        """Each head's largest |S| (h,): S = QKᵀ · scale before any soft-cap (what W_q and W_k set,
+        and QK-clip rescales), the max over the batch and the (query, key) pairs the masks allow
+        (as the probes' ``attn_logit_max``, tfx.runs.probes, which is this max over heads when there
+        is no soft-cap). One (B, h, Lq, Lk) product: SDPA never shows S."""
+        s = (q @ k.transpose(-1, -2) * self.scale).float()
+        allowed = allowed_pairs(mask, causal, s.shape[-2], s.shape[-1], s.device)
+        return torch.where(allowed, s.abs(), 0.0).amax(dim=(0, 2, 3))
+
     def forward(self, x, memory=None, mask=None, causal=False):
         q, k, v = self._qkv(x, memory)
         lq, lk = q.shape[-2], k.shape[-2]
         if causal and mask is not None:  # SDPA takes a mask or is_causal, not both: fold the triangle in
             mask, causal = allowed_pairs(mask, True, lq, lk, q.device), False
+        if self.record_logit_max:
+            self.logit_max = self.head_logit_max(q, k, mask, causal)
         dropout = self.dropout if self.training else 0.0
         if self.softcap is None:  # the fused kernel computes the same S = QKᵀ · scale inside
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,

@@ -75,7 +75,8 @@ SCHEMES = {
 # (TrainConfig.amp_dtype, History.amp_dtype). Its torch dtype: torch_dtype(name); torch's own
 # name of it ('bfloat16', what a Record's amp_dtype holds) is derived from that, never typed.
 AMP_DTYPES = ("bf16", "fp16", "fp32")
-OPTIMIZERS = ("adam", "adamw", "sgd", "radam", "adam-atan2")  # adam-atan2: everett2024scaling
+# adam-atan2: everett2024scaling; muon (jordan2024muon, liu2025muon): the 'hidden' kind only
+OPTIMIZERS = ("adam", "adamw", "sgd", "radam", "adam-atan2", "muon")
 # How weights and their learning rates scale with the width d (tfx.nn.mup): the standard
 # parameterisation, or μP for Adam (Tensor Programs V, yang2022tp5) relative to a base width.
 PARAMETERIZATIONS = ("standard", "mup")
@@ -482,6 +483,8 @@ _TRAIN_RULES = {
     "inject_step": _rule(_check_int, 0),
     "inject_lr_factor": _rule(_check_positive),
     "inject_length": _rule(_check_int, 1),
+    "qk_clip": _rule(_check_positive, optional=True),
+    "record_qk_logits": _rule(_check_bool),
 }
 # Settings that only one choice of another field reads: field → (the field, the choices that read it).
 # Set away from its default under any other choice, a setting would do nothing: refused.
@@ -538,6 +541,16 @@ class TrainConfig(_Replaceable):
     'embedding', 'vector', 'readout') an optimiser of their own, e.g. ``{"hidden": "sgd"}``;
     the other kinds get ``optimizer``. The optimisers share the run as one
     (tfx.nn.optim.Composite): one schedule, one clipping, one step, one checkpoint.
+    ``muon`` (jordan2024muon; liu2025muon: decoupled decay, update RMS matched to AdamW's by
+    0.2·√max(m, n); tfx.nn.optim.Muon) orthogonalises the Nesterov momentum (β = ``momentum``)
+    of each 2-D matrix, so it is for the hidden kind only: ``optimizer_by_kind={"hidden":
+    "muon"}`` with e.g. ``optimizer="adamw"`` for the rest.
+
+    QK-clip (kimi2025k2): ``qk_clip`` = τ rescales, after each optimiser step, W_q's and W_k's
+    rows (and bias entries) of every attention head whose largest |pre-softmax logit| in that
+    step's forward exceeded τ, by √(τ / that logit) each (tfx.nn.optim.qk_clip_). With
+    ``qk_clip`` or ``record_qk_logits``, History.qk_logit_max records that largest logit (over
+    every attention module and head, before the clip) at each logged step.
 
     Weight decay λ = ``weight_decay``, by ``weight_decay_mode``:
       ``coupled``      the optimiser's own: Adam's and SGD's L2 term λθ in the gradient,
@@ -601,6 +614,9 @@ class TrainConfig(_Replaceable):
     inject_step: int = 0  # the step an injection happens at (≥ 1 when inject is set)
     inject_lr_factor: float = 10.0  # 'lr-bump': the rate's factor
     inject_length: int = 1  # 'lr-bump': for this many steps
+    # --- attention logits (kimi2025k2)
+    qk_clip: float | None = None  # τ (K2: 100): a head whose max logit S passed τ gets W_q, W_k × √(τ/S)
+    record_qk_logits: bool = False  # History.qk_logit_max: each logged step's largest logit; on with qk_clip
 
     def __post_init__(self):
         _validate(self, _TRAIN_RULES)
@@ -614,6 +630,14 @@ class TrainConfig(_Replaceable):
         if by_kind is not None and set(by_kind.values()) == {self.optimizer}:
             raise ValueError(f"optimizer_by_kind={by_kind} has no effect: every kind it names already gets "
                              f"optimizer={self.optimizer!r}; name another optimizer or leave it None")
+        muon_kinds = [k for k in PARAMETER_KINDS if k != "hidden" and self.optimizer_for(k) == "muon"]
+        if muon_kinds and self.optimizer == "muon":
+            raise ValueError(f"optimizer='muon' would give Muon the {', '.join(muon_kinds)} parameters too; Muon "
+                             "orthogonalises 2-D hidden matrices only (jordan2024muon): use optimizer_by_kind="
+                             "{'hidden': 'muon'} and name the optimizer of the rest, e.g. optimizer='adamw'")
+        if muon_kinds:
+            raise ValueError(f"optimizer_by_kind={by_kind} gives 'muon' to {', '.join(muon_kinds)}; Muon "
+                             "orthogonalises 2-D hidden matrices only (jordan2024muon): give it 'hidden' alone")
         used = self.optimizers_used()
         if self.weight_decay_mode == "independent" and used != {"adamw"}:
             raise ValueError(f"weight_decay_mode='independent' needs optimizer='adamw' (decoupled weight decay) "
@@ -633,6 +657,9 @@ class TrainConfig(_Replaceable):
             raise ValueError(f"inject_step={self.inject_step} must be ≤ steps={self.steps}")
         if self.spike_guard in ("clip-percentile", "clip-zscore") and self.clip is not None:
             raise ValueError(f"clip={self.clip} and spike_guard={self.spike_guard!r} both clip: choose one")
+        if self.compile and (self.qk_clip is not None or self.record_qk_logits):
+            raise ValueError(f"qk_clip={self.qk_clip} / record_qk_logits={self.record_qk_logits} read the attention "
+                             "logits from the eager forward; they need compile=False")
         if self.amp is False and self.amp_dtype not in (None, "fp32"):
             raise ValueError(f"amp=False contradicts amp_dtype={self.amp_dtype!r}; set one of them")
 

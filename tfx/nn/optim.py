@@ -13,6 +13,7 @@ from collections import deque
 
 import torch
 
+from .blocks import Attention
 from .config import SEED_STRIDE, TrainConfig
 from .mup import kind_groups, param_groups
 
@@ -108,6 +109,123 @@ class AdamAtan2(torch.optim.Optimizer):
                 p.add_(torch.atan2(m_hat, group["b"] * v_hat.sqrt()), alpha=-lr * group["a"])
 
 
+# Jordan's quintic Newton–Schulz coefficients (jordan2024muon): chosen to push every singular value
+# of the normalised matrix towards 1 in five steps, trading exactness (they land in about
+# [0.7, 1.2], not at 1) for speed.
+NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
+
+
+def newton_schulz(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
+    """An approximate U·Vᵀ of G = U·Σ·Vᵀ (the nearest semi-orthogonal matrix) by the quintic
+    Newton–Schulz iteration of Jordan 2024 (jordan2024muon), in float32:
+
+        X₀ = G / (‖G‖_F + ε),    X ← a·X + (b·A + c·A²)·X,  A = X·Xᵀ,  (a, b, c) = NS_COEFFICIENTS
+
+    Each step maps every singular value σ of X to a·σ + b·σ³ + c·σ⁵ (U and V stay), so ``steps``
+    steps send σ ∈ (0, 1] (the Frobenius normalisation puts them there) near 1, not exactly:
+    roughly into [0.7, 1.2]. Computed on the wide orientation (rows ≤ cols), so A is the smaller
+    Gram matrix; the result has G's shape."""
+    a, b, c = NS_COEFFICIENTS
+    X = G.float()
+    tall = X.size(-2) > X.size(-1)
+    if tall:
+        X = X.mT
+    X = X / (X.norm(dim=(-2, -1), keepdim=True) + eps)
+    for _ in range(steps):
+        A = X @ X.mT
+        X = a * X + (b * A + c * A @ A) @ X
+    return (X.mT if tall else X).to(G.dtype)
+
+
+class Muon(torch.optim.Optimizer):
+    """Muon (Jordan 2024, jordan2024muon), with the weight decay and AdamW-matched update size
+    of Liu et al. 2025 ("Muon is scalable for LLM training", arXiv 2502.16982, liu2025muon),
+    for 2-D matrices only (the hidden matrices: ``TrainConfig.optimizer_by_kind={"hidden": "muon"}``;
+    embeddings, readout and vectors get another optimiser). For each m×n matrix θ:
+
+        b_t = β·b_{t−1} + (1 − β)·g_t                  momentum (β = ``momentum``)
+        u_t = (1 − β)·g_t + β·b_t                      Nesterov (``nesterov=False``: u_t = b_t)
+        O_t = newton_schulz(u_t) ≈ U·Vᵀ of u_t         every singular value ≈ 1
+        θ_t = θ_{t−1}·(1 − lr·λ) − lr · 0.2·√max(m, n) · O_t
+
+    An m×n matrix with singular values 1 has RMS √(min(m, n)/(m·n)) = 1/√max(m, n); the factor
+    0.2·√max(m, n) makes the update's RMS about 0.2, AdamW's typical update RMS (liu2025muon), so
+    AdamW's learning rate and weight decay λ (decoupled, as AdamW's: loshchilov2019adamw) carry
+    over. Newton–Schulz runs in float32 (Jordan's runs it in bfloat16 on the GPU)."""
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.95, weight_decay: float = 0.0,
+                 nesterov: bool = True, ns_steps: int = 5):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
+                                      ns_steps=ns_steps))
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.ndim != 2:
+                    raise ValueError(f"Muon orthogonalises 2-D matrices; got a parameter of shape {tuple(p.shape)} "
+                                     "(give vectors and embeddings another optimiser: TrainConfig.optimizer_by_kind)")
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One update of every parameter with a gradient (the formula in the class docstring)."""
+        for group in self.param_groups:
+            beta, lr, wd = group["momentum"], group["lr"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["momentum_buffer"] = torch.zeros_like(p)
+                buf = state["momentum_buffer"]
+                buf.lerp_(p.grad, 1 - beta)
+                u = p.grad.lerp(buf, beta) if group["nesterov"] else buf
+                o = newton_schulz(u, group["ns_steps"])
+                if wd:
+                    p.mul_(1 - lr * wd)
+                p.add_(o, alpha=-lr * 0.2 * max(p.shape) ** 0.5)
+
+
+def record_qk_logits(model, on: bool = True) -> None:
+    """Every attention module of ``model`` keeps (``on``) or stops keeping each head's largest
+    |logit| of its last forward (``Attention.logit_max``), what :func:`qk_clip_` reads."""
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.record_logit_max, m.logit_max = on, None
+
+
+def qk_logit_max(model) -> torch.Tensor | None:
+    """The largest |attention logit| of the last forward, over every attention module and head
+    that recorded one (:func:`record_qk_logits`): a 0-dim device tensor (no read back), or None."""
+    maxes = [m.logit_max.max() for m in model.modules() if isinstance(m, Attention) and m.logit_max is not None]
+    return torch.stack(maxes).max() if maxes else None
+
+
+@torch.no_grad()
+def qk_clip_(model, tau: float) -> torch.Tensor | None:
+    """QK-clip (Kimi K2, kimi2025k2), after an optimiser step: for each attention head h whose
+    largest |logit| S_max,h in the last forward (``Attention.logit_max``, recorded by
+    :func:`record_qk_logits`: S = QKᵀ · scale before any soft-cap, over the batch and the pairs
+    the masks allow) exceeded τ = ``tau``, with γ_h = τ / S_max,h,
+
+        W_q[h rows] ← √γ_h · W_q[h rows],    W_k[h rows] ← √γ_h · W_k[h rows]
+
+    and the same for the head's entries of the q and k biases: head h's queries and keys are then
+    √γ_h times what they were, so its logits are exactly γ_h · S and the largest is τ (for the
+    forward's input; the step just taken moves it a little). K2 rescales the weights (its
+    attention has no q/k biases); scaling W alone would leave the biases' part of S unscaled, and
+    the largest logit above τ. Other heads are multiplied by exactly 1 (unchanged to the bit).
+    Computed on the device (no host sync). Returns the largest S_max,h before the clip (0-dim),
+    or None when no module recorded one. Moot under a QK-norm, which undoes any scale of W_q x."""
+    for m in model.modules():
+        if isinstance(m, Attention) and m.logit_max is not None:
+            s = m.logit_max
+            gamma = torch.where(torch.isfinite(s) & (s > tau), tau / s, 1.0)  # not finite: the run diverged
+            root = gamma.sqrt().repeat_interleave(m.q_proj.out_features // m.n_heads)  # one per row of W_q, W_k
+            for lin in (m.q_proj, m.k_proj):
+                lin.weight.mul_(root.to(lin.weight.dtype).unsqueeze(1))
+                if lin.bias is not None:
+                    lin.bias.mul_(root.to(lin.bias.dtype))
+    return qk_logit_max(model)
+
+
 def group_decay(cfg: TrainConfig, lr_scale: float = 1.0) -> float:
     """The weight-decay coefficient λ_g of a parameter group whose rate is lr_t·s, s its
     ``lr_scale`` (μP's factor, :mod:`tfx.nn.mup`; 1 under the standard parameterisation),
@@ -120,9 +238,9 @@ def group_decay(cfg: TrainConfig, lr_scale: float = 1.0) -> float:
     does (microsoft/mup, ``MuAdam``, ``MuAdamW``, ``MuSGD``: λ·r for a hidden matrix whose rate
     is lr/r; Yang et al. 2022, Tensor Programs V, yang2022tp5), so λ tuned at the base width
     transfers; the independent form is wortsman2023proxies §3.2.2's: AdamW decays
-    θ ← θ − lr_t·λ_g·θ (loshchilov2019adamw). Adam's and SGD's coupled decay is an L2 term λ_g·θ
-    in the gradient, which their step multiplies by the group's rate too (Adam after its
-    normalisation), as in mup's ``MuAdam`` and ``MuSGD``."""
+    θ ← θ − lr_t·λ_g·θ (loshchilov2019adamw), as do Adam-atan2 and Muon. Adam's and SGD's coupled
+    decay is an L2 term λ_g·θ in the gradient, which their step multiplies by the group's rate too
+    (Adam after its normalisation), as in mup's ``MuAdam`` and ``MuSGD``."""
     if cfg.weight_decay_mode == "independent":
         return cfg.weight_decay / (cfg.lr * lr_scale)
     return cfg.weight_decay / lr_scale
@@ -138,14 +256,17 @@ def _torch_optimizer(name: str, params, cfg: TrainConfig, device) -> torch.optim
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd)
     if name == "adam-atan2":  # no ε
         return AdamAtan2(params, lr=cfg.lr, betas=cfg.betas, weight_decay=wd)
+    if name == "muon":  # the hidden matrices only (TrainConfig refuses it for other kinds)
+        return Muon(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd)
     opt = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "radam": torch.optim.RAdam}[name]
     kw = {"fused": True} if name != "radam" and device is not None and device.type in ("cuda", "cpu") else {}
     return opt(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd, **kw)
 
 
 def make_optimizer(params, cfg: TrainConfig, device: torch.device | None = None):
-    """Adam (Kingma & Ba 2015), AdamW, SGD with momentum, RAdam (Liu et al. 2020) or Adam-atan2
-    (:class:`AdamAtan2`, everett2024scaling); with ``cfg.optimizer_by_kind``, a :class:`Composite`
+    """Adam (Kingma & Ba 2015), AdamW, SGD with momentum, RAdam (Liu et al. 2020), Adam-atan2
+    (:class:`AdamAtan2`, everett2024scaling) or, for the hidden matrices, Muon (:class:`Muon`,
+    jordan2024muon, liu2025muon); with ``cfg.optimizer_by_kind``, a :class:`Composite`
     of them, one per optimiser named, each over its kinds of parameter (``params`` must then be
     the model: :func:`tfx.nn.mup.parameter_kind` tells the kinds).
 

@@ -72,6 +72,8 @@ UNSUPPORTED = {
     "amp_dtype": (lambda v: v != "fp16", "'bf16', 'fp32' or None (fp16 needs a gradient scaler)"),
     "spike_guard": (lambda v: v == "none", "'none' (a guard reads each member's norm on the host: train alone)"),
     "inject": (lambda v: v == "none", "'none' (injections change one run's step: train it alone)"),
+    "qk_clip": (lambda v: v is None, "None (QK-clip rescales a run's own attention: train it alone)"),
+    "record_qk_logits": (lambda v: not v, "False"),
 }
 DROPOUT_FIELDS = ("dropout", "attn_dropout", "act_dropout")
 # SDPA's kernels inside vmap: the math one is batched; the CPU's fused one has no batching rule

@@ -34,7 +34,8 @@ from ..nn.batch import repeated_ngram
 from ..nn.config import AMP_DTYPES, ModelConfig, TrainConfig, autocast_dtype
 from ..nn.model import build_model
 from ..nn.optim import (DATA_STREAM, Composite, SpikeGuard, data_step, drop_state, lr_at,  # noqa: F401
-                        make_optimizer, pick_device, step_batch, take_step)  # (re-exported)
+                        make_optimizer, pick_device, qk_clip_, qk_logit_max, record_qk_logits, step_batch,
+                        take_step)  # (re-exported)
 from .diagnose import Watch, first_offender, largest
 from .outcome import judge
 from .probes import FIELDS as PROBE_FIELDS, Probes
@@ -55,8 +56,8 @@ class UpdateNorm:
       AdamW   −(lr·u_t + lr·λ·θ_t) / (1 − lr·λ), u_t Adam's term above  (Loshchilov & Hutter 2019)
       SGD     Δ = −lr · b_t, the momentum buffer
 
-    Other optimisers (RAdam, SGD without momentum) copy θ before the step instead; a
-    :class:`tfx.nn.optim.Composite`'s norm is that of its optimisers' (disjoint) updates together.
+    Other optimisers (RAdam, Adam-atan2, Muon, SGD without momentum) copy θ before the step
+    instead; a :class:`tfx.nn.optim.Composite`'s norm is that of its optimisers' (disjoint) updates together.
     ``after()`` returns a 0-dim device tensor: nothing is read back.
     """
 
@@ -141,6 +142,9 @@ class History:
     bleu (translation tasks: greedy BLEU on the first ``bleu_sentences`` validation
     sentences). Every ``watch_every`` steps: watch_step, and per sub-layer (``sublayers``)
     act_max (largest |branch output|) and logit_max (largest |attention logit|).
+    With ``qk_clip`` or ``record_qk_logits``, per logged step: qk_logit_max, the largest
+    |attention logit| of the step's forward over every attention module and head (before
+    QK-clip's rescale; tfx.nn.optim.qk_clip_); else it stays empty.
     A diverged run has ``diverged_step`` and ``diagnosis`` (see tfx.runs.diagnose).
     ``steps_clipped``: the steps whose gradient norm was clipped (by ``clip`` or a spike guard),
     ``steps_skipped``: the steps a 'skip-zscore' guard left without an update; ``interventions``:
@@ -186,6 +190,7 @@ class History:
     attn_entropy: list = field(default_factory=list)
     stream_var: list = field(default_factory=list)
     dyt_saturated: list = field(default_factory=list)
+    qk_logit_max: list = field(default_factory=list)
     steps_clipped: int = 0
     steps_skipped: int = 0
     interventions: list = field(default_factory=list)
@@ -281,6 +286,11 @@ class _Run:
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp == torch.float16)
         self.loss_fn = torch.compile(model.loss_and_accuracy) if cfg.compile else model.loss_and_accuracy
         self.updates = UpdateNorm(self.opt)
+        if cfg.qk_clip is not None and model.cfg.qk_norm:
+            raise ValueError(f"qk_clip={cfg.qk_clip} rescales W_q and W_k, which the model's QK-norm (qk_norm=True) "
+                             "undoes: the clip would change nothing; use one of them")
+        if cfg.qk_clip is not None or cfg.record_qk_logits:  # else the forward is untouched
+            record_qk_logits(model)
         self.snapshots = []  # [(step, state)]: the two latest, oldest first
         self.guard = SpikeGuard.of(cfg)
         self.skipped_batches = 0  # batches a rollback jumped over: step t then reads batch t + this
@@ -333,9 +343,11 @@ class _Run:
             return loss_fn(batch.src, batch.tgt, self.cfg.label_smoothing, batch.src_padded, batch.tgt_padded)
 
     def step(self, step, eager=False, record_update=False):
-        """One optimiser step on cross-entropy + z_loss · mean (log Z)². Returns (batch, lr,
-        [loss, acc, grad norm, update norm, mean log Z, max |log Z|]) with the six numbers in one
-        device tensor (loss: the cross-entropy; update norm nan unless ``record_update``)."""
+        """One optimiser step on cross-entropy + z_loss · mean (log Z)², then QK-clip with
+        ``qk_clip``. Returns (batch, lr, [loss, acc, grad norm, update norm, mean log Z,
+        max |log Z|]) with the six numbers in one device tensor (loss: the cross-entropy; update
+        norm nan unless ``record_update``: the optimiser's step, without QK-clip's rescale), and a
+        seventh, the largest attention logit before the clip, with ``qk_clip`` or ``record_qk_logits``."""
         lr = self.lr(step)
         batch = self.batch(step)
         if self.cfg.inject == "fresh-moments" and step == self.cfg.inject_step:
@@ -369,8 +381,12 @@ class _Run:
             upd = self.updates.after().float()
             if scale is not None:  # update() lowers the scale exactly when it skipped a step (inf gradients)
                 upd = upd * (self.scaler._scale >= scale)
-        return batch, lr, torch.stack([loss.detach().float(), acc.float(), grad_norm, upd, log_z.float(),
-                                       log_z_absmax.float()])
+        numbers = [loss.detach().float(), acc.float(), grad_norm, upd, log_z.float(), log_z_absmax.float()]
+        if self.cfg.qk_clip is not None:  # after the update norm was read: it is the optimiser's step alone
+            numbers.append(qk_clip_(self.model, self.cfg.qk_clip).float())
+        elif self.cfg.record_qk_logits:
+            numbers.append(qk_logit_max(self.model).float())
+        return batch, lr, torch.stack(numbers)
 
     def snapshot(self, step):
         state = {"model": _clone(self.model.state_dict()), "optimizer": _clone(self.opt.state_dict()),
@@ -560,11 +576,13 @@ def train(model, task, cfg: TrainConfig | None = None, resume: bool = False, **k
         verdict = judge(hist)
         hist.status, hist.reason = verdict.verdict, verdict.reason
     hist.wall_time = time.perf_counter() - t0
+    if cfg.qk_clip is not None or cfg.record_qk_logits:
+        record_qk_logits(model, False)  # the model's forward as it was
     return hist
 
 
 # History's per-step lists, by the list of steps they are aligned with (what a rollback truncates)
-_ALIGNED = {"step": ("loss", "acc", "lr", "grad_norm", "update_norm", "log_z", "log_z_absmax"),
+_ALIGNED = {"step": ("loss", "acc", "lr", "grad_norm", "update_norm", "log_z", "log_z_absmax", "qk_logit_max"),
             "eval_step": ("eval_loss", "eval_acc", "bleu"),
             "probe_step": ("attn_logit_max", "attn_entropy", "stream_var", "dyt_saturated"),
             "watch_step": ("act_max", "logit_max")}
@@ -593,7 +611,7 @@ def _read_back(hist, pending, diverge_loss, check_grads, probes=None):
     probed = {step: v for (step, _), v in zip(probed, values)}  # step → that step's probe values
     meta = [(step, lr, logged) for step, lr, logged, *_ in pending]
     pending.clear()
-    for (step, lr, logged), (loss, acc, grad_norm, upd, log_z, log_z_absmax) in zip(meta, rows):
+    for (step, lr, logged), (loss, acc, grad_norm, upd, log_z, log_z_absmax, *qk) in zip(meta, rows):
         why = None
         if step == 1:
             hist.start_loss = loss
@@ -607,16 +625,16 @@ def _read_back(hist, pending, diverge_loss, check_grads, probes=None):
             why = f"step {step}: gradient norm {grad_norm:.4g} is not finite"
         if why is not None:
             _record(hist, step, loss, acc, lr, grad_norm if math.isfinite(loss) else float("nan"), float("nan"),
-                    log_z, log_z_absmax)
+                    log_z, log_z_absmax, qk)
             return step, why
         if logged:
-            _record(hist, step, loss, acc, lr, grad_norm, upd, log_z, log_z_absmax)
+            _record(hist, step, loss, acc, lr, grad_norm, upd, log_z, log_z_absmax, qk)
             if step in probed:
                 _record_probes(hist, step, probes.unpack(probed[step]))
     return None
 
 
-def _record(hist, step, loss, acc, lr, grad_norm, update_norm, log_z, log_z_absmax):
+def _record(hist, step, loss, acc, lr, grad_norm, update_norm, log_z, log_z_absmax, qk_logit_max=()):
     hist.step.append(step)
     hist.loss.append(loss)
     hist.acc.append(acc)
@@ -625,6 +643,7 @@ def _record(hist, step, loss, acc, lr, grad_norm, update_norm, log_z, log_z_absm
     hist.update_norm.append(update_norm)
     hist.log_z.append(log_z)
     hist.log_z_absmax.append(log_z_absmax)
+    hist.qk_logit_max.extend(qk_logit_max)  # () unless qk_clip or record_qk_logits
 
 
 def _record_probes(hist, step, values: dict):
