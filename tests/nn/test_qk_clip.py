@@ -147,17 +147,20 @@ def test_the_record_is_the_probes_largest_logit_and_recording_changes_no_step():
 
 def test_with_the_new_options_off_the_history_is_the_one_before():
     """Default against qk_clip=None, record_qk_logits=False given explicitly: equal histories
-    (wall time aside); to_dict() has exactly one new key, qk_logit_max, an empty list. The
+    (wall time aside); to_dict()'s new keys are qk_logit_max (an empty list) and the spike
+    guards' counts (tests/runs/test_interventions.py), at their defaults. The
     bit-for-bit check against the optimiser tfx built before is
     tests/runs/test_train_optimizer_by_kind.py::test_the_default_run_is_the_pre_change_run_to_the_bit."""
     default = train(_model(), TASK, CFG).to_dict()
     explicit = train(_model(), TASK, CFG.replace(qk_clip=None, record_qk_logits=False)).to_dict()
     new_keys = {f.name for f in dataclasses.fields(History)} - set(PRE_CHANGE_HISTORY_KEYS)
-    assert new_keys == {"qk_logit_max"} and set(default) == set(PRE_CHANGE_HISTORY_KEYS) | new_keys
+    assert new_keys == {"qk_logit_max", "steps_clipped", "steps_skipped", "interventions"}
+    assert set(default) == set(PRE_CHANGE_HISTORY_KEYS) | new_keys
     for d in (default, explicit):
         d.pop("wall_time")
     assert default == explicit
-    assert default["qk_logit_max"] == []
+    assert default["qk_logit_max"] == [] and default["interventions"] == []
+    assert default["steps_clipped"] == default["steps_skipped"] == 0
     assert History(**{k: v for k, v in default.items() if k != "qk_logit_max"}).qk_logit_max == []  # old JSON loads
 
 
