@@ -26,7 +26,9 @@ proof says so ("how"). Records made on another kind of device (a GPU's, checked 
 be retrained here; with ``--reference`` and ``--arithmetic-steps K``, their sampled runs are
 retrained here on this device for their first K steps under the old and the new code, and
 bit-identical histories prove that the change left the arithmetic of those runs as it was (the
-proof's "how" says it is one of arithmetic, not a re-made record). Only the numbers the record
+proof's "how" says it is one of arithmetic, not a re-made record). Records whose version is
+already proven equivalent to one given as a reference are checked from that one: one check
+from it to the current code proves them all (the ledger's chain does the rest). Only the numbers the record
 holds are compared: a field the current trainer adds (a new probe) stays absent from an old
 record.
 
@@ -182,8 +184,22 @@ def carry_forward(experiment, profile=None, results_dir=None, sample: int = 2, r
     lines = [json.loads(x) for f in results.files_for(folder, p["experiment"], p["profile"])
              for _, x in results.lines(f) if results.is_whole(x)]
     stale = [d for d in lines if not lineage.valid(d, folder, now, ledger)]
-    for old, kind in sorted({(d["code_version"], lineage.device_kind(d.get("device", ""))) for d in stale}):
-        group = sorted((d for d in stale if d["code_version"] == old and lineage.device_kind(d.get("device", "")) == kind),
+
+    def kind_of(d):
+        return lineage.device_kind(d.get("device", ""))
+
+    def via(old: str, kind: str) -> str:
+        """The version the check starts from: ``old``, or a version with a reference whose proofs
+        already cover ``old`` (then one check, from it, proves the records of every version
+        chained to it: 1ae5… → 070e… proven, and 070e… → now checked, makes 1ae5… valid)."""
+        if old in refs:
+            return old
+        return next((v for v in sorted(refs)
+                     if old in lineage.proven(folder, p["experiment"], p["profile"], kind, v, ledger)), old)
+
+    start = {(d["code_version"], kind_of(d)): via(d["code_version"], kind_of(d)) for d in stale}
+    for old, kind in sorted({(start[d["code_version"], kind_of(d)], kind_of(d)) for d in stale}):
+        group = sorted((d for d in stale if start[d["code_version"], kind_of(d)] == old and kind_of(d) == kind),
                        key=lambda d: (bool(d.get("fixture")), d.get("index", 0)))
         reports.append(_carry_group(folder, p, old, kind, group, names, sample, now, refs.get(old), log,
                                     arithmetic_steps))
