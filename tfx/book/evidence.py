@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from ..runs import effects, results, sensitivity, traces
+from ..runs import effects, results, sensitivity, spikes, traces
 from ..runs.effects import Effect
 from ..runs.outcome import judge
 from .claims import BY_ID, NOT_TESTABLE as NOT_TESTABLE_WORD, glue_status, parts_line, status_of
@@ -114,6 +114,21 @@ def _mean_held_out(rec) -> float:
     return sum(vals) / len(vals)
 
 
+def _against_control(measure):
+    """Per-seed values of a spike-zoo measure (:mod:`tfx.runs.spikes`): each run against its
+    control (the same seed left alone), from the zoo's one injection step."""
+    def values(records, **point) -> dict:
+        at = spikes.injection_step(records)
+        return {r.seed: float(measure(r.history, spikes.control_of(records, r).history, at))
+                for r in results.select(records, **point)}
+    return values
+
+
+def _recovery_steps(h, control, at: int) -> int:
+    """:func:`tfx.runs.spikes.recovery`'s steps, censored at the budget where it never recovered."""
+    return spikes.recovery(h, control, at)[0]
+
+
 # measure name -> (per-seed values at a point, whether the point leaves the learning rate free)
 MEASURES = {
     "mean held-out loss": (_per_run(_mean_held_out), False),  # over the run: speed as well as the end
@@ -126,8 +141,13 @@ MEASURES = {
     "|log Z|": (_per_run(_abs_log_z), False),
     "log10 stream growth": (_per_run(_log10_stream_growth), False),
     "log10 stream growth above the first layer": (_per_run(_log10_stream_growth_above_first_layer), False),
+    # the spike zoo (tfx.runs.spikes): each run against the same seed left alone
+    "spike height": (_against_control(spikes.height), False),
+    "spike cost": (_against_control(spikes.cost), False),
+    "steps to recover": (_against_control(_recovery_steps), False),  # censored at the budget
 }
-UNITS = {"steps to the learned line": "steps", "log10 best learning rate": "decades", "mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
+UNITS = {"spike height": "nats", "spike cost": "nats", "steps to recover": "steps",
+         "steps to the learned line": "steps", "log10 best learning rate": "decades", "mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
          "log10 stream growth": "decades", "log10 stream growth above the first layer": "decades"}
 
 

@@ -1,0 +1,100 @@
+"""The spike zoo's measures (tfx.runs.spikes): height, cost and recovery against the run left
+alone, on constructed histories (each rule shown failing and passing) and on the spike zoo's
+quick profile trained end to end."""
+import math
+
+import pytest
+
+from tfx.runs import spikes
+from tfx.runs.train import History
+
+AT = 50
+
+
+def _hist(losses, status="learned", start=None):
+    h = History(status=status, step=list(range(1, len(losses) + 1)), loss=list(losses))
+    h.start_loss = losses[0] if start is None else start
+    return h
+
+
+def _spiked(base, at=AT, bump=(2.0, 1.0, 0.5, 0.2, 0.1), tail=0.0):
+    out = list(base)
+    for i, b in enumerate(bump):
+        out[at - 1 + i] += b
+    for t in range(at - 1 + len(bump), len(out)):
+        out[t] += tail
+    return out
+
+
+BASE = [4.0 - 0.01 * t for t in range(200)]
+
+
+def test_height_cost_and_recovery_of_a_spike_that_heals():
+    control, run = _hist(BASE), _hist(_spiked(BASE))
+    assert spikes.height(run, control, AT) == pytest.approx(2.0)
+    assert spikes.cost(run, control, AT) == pytest.approx(3.8 / spikes.COST_WINDOW)
+    steps, ok = spikes.recovery(run, control, AT)
+    # the 10-step mean of the excess from step AT + k is (sum of the bump after k) / 10 ≤ 0.05 from k = 3
+    assert ok and steps == 3
+
+
+def test_a_run_left_alone_has_no_spike_and_recovers_at_once():
+    control = _hist(BASE)
+    assert spikes.height(control, control, AT) == 0.0 and spikes.cost(control, control, AT) == 0.0
+    assert spikes.recovery(control, control, AT) == (0, True)
+
+
+def test_a_run_that_never_recovers_is_censored_at_its_last_step():
+    control, run = _hist(BASE), _hist(_spiked(BASE, tail=0.3))
+    steps, ok = spikes.recovery(run, control, AT)
+    assert not ok and steps == 200 - AT
+
+
+def test_a_diverged_run_counts_its_start_loss_where_it_stopped():
+    control = _hist(BASE)
+    run = _hist(BASE[:AT + 2], status="diverged", start=5.0)
+    run.loss[AT] = 9.0
+    assert spikes.height(run, control, AT) == pytest.approx(9.0 - BASE[AT])
+    assert spikes.cost(run, control, AT) > 5.0 - BASE[AT] - 0.1  # the rest of the window at L₀
+    assert spikes.recovery(run, control, AT)[1] is False
+
+
+def test_runs_logged_on_other_steps_are_refused():
+    control = _hist(BASE)
+    sparse = History(status="learned", step=[10, 20], loss=[1.0, 1.0])
+    with pytest.raises(ValueError, match="log_every = 1"):
+        spikes.height(sparse, control, AT)
+
+
+def test_the_quick_spike_zoo_end_to_end(tmp_path):
+    """The quick profile of experiments/spike-zoo.toml trained here: the rate bump rises above
+    its control, the control measures zero against itself, and the skip-step guard's run is
+    measured against the unguarded control of its seed."""
+    from tfx.runs.results import load, select
+    from tfx.runs.sweep import run_experiment
+
+    run_experiment("experiments/spike-zoo.toml", "quick", results_dir=tmp_path, progress=False)
+    recs = load("spike-zoo", "quick", results_dir=tmp_path)
+    at = spikes.injection_step(recs)
+    assert at == 15
+    bumped = select(recs, cause="rate bump", guard="no guard")[0]
+    control = spikes.control_of(recs, bumped)
+    assert control.point == {**bumped.point, "cause": "none"}
+    assert spikes.height(bumped.history, control.history, at) > 0
+    assert spikes.height(control.history, control.history, at) == 0.0
+    guarded = select(recs, cause="rate bump", guard="skip-step")[0]
+    assert spikes.control_of(recs, guarded) is control
+    assert math.isfinite(spikes.cost(guarded.history, control.history, at))
+
+
+def test_the_evidence_registry_reads_the_spike_measures_per_seed(tmp_path):
+    from tfx.book.evidence import MEASURES
+    from tfx.runs.results import load
+    from tfx.runs.sweep import run_experiment
+
+    run_experiment("experiments/spike-zoo.toml", "quick", results_dir=tmp_path, progress=False)
+    recs = load("spike-zoo", "quick", results_dir=tmp_path)
+    heights = MEASURES["spike height"][0](recs, cause="rate bump", guard="no guard")
+    assert list(heights) == [0] and heights[0] > 0
+    assert MEASURES["spike cost"][0](recs, cause="none", guard="no guard") == {0: 0.0}
+    assert MEASURES["steps to recover"][0](recs, cause="none", guard="no guard") == {0: 0.0}

@@ -1,0 +1,104 @@
+"""Spikes measured against the same run left alone (SZ-1..3; ``experiments/spike-zoo.toml``).
+
+A spike-zoo run and its control share the seed, so the same initial weights and the same
+batches up to the injection: the difference of their training losses step by step,
+
+    excess(t) = L_run(t) − L_control(t),
+
+is what the injection (and the guard) did, with the batch-to-batch noise of the loss largely
+cancelled. From it, after the injection at step s:
+
+    height    max excess(t) over t ∈ [s, s + HEIGHT_WINDOW)            how high the spike rose
+    cost      mean excess(t) over t ∈ [s, s + COST_WINDOW)             the loss it cost, on average
+    recovery  the first t ≥ s at which the mean of excess over [t, t + SMOOTH) ≤ RECOVERED,
+              as steps after s; a run that never gets there is **censored** at its last step
+              (it counts as recovering then, so a recovery time is a lower bound where
+              :func:`recovered` says it did not)
+
+A run that diverged counts as its start loss L₀ at every step it did not reach (it ended no
+better than an untrained model), as :func:`tfx.runs.effects.end_loss` counts it. The windows
+and the threshold are set here, before the spike zoo's records exist.
+
+The control of a run is the run of the same seed and learning rate with no injection and no
+guard: the grid point ``cause = NO_CAUSE``, ``guard = NO_GUARD`` of the experiment.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+HEIGHT_WINDOW = 20
+COST_WINDOW = 100
+SMOOTH = 10
+RECOVERED = 0.05  # nats
+
+CAUSE, NO_CAUSE = "cause", "none"  # the spike zoo's grid: what was injected, and the run left alone
+GUARD, NO_GUARD = "guard", "no guard"
+
+
+def _losses(h) -> dict:
+    return dict(zip(h.step, h.loss))
+
+
+def _start_loss(h) -> float:
+    return h.start_loss if math.isfinite(h.start_loss) else h.loss[0]
+
+
+def excess(h, control, start: int, length: int) -> list[float]:
+    """L_h(t) − L_control(t) for each step t in [start, start + length) both logged (module
+    docstring); a step ``h`` never reached counts at its start loss L₀."""
+    mine, theirs = _losses(h), _losses(control)
+    last = max(h.step, default=0)
+    out = []
+    for t in range(start, start + length):
+        if t not in theirs:
+            continue
+        if t in mine:
+            out.append(mine[t] - theirs[t])
+        elif t > last and h.status == "diverged":
+            out.append(_start_loss(h) - theirs[t])
+    if not out:
+        raise ValueError(f"no step of [{start}, {start + length}) is logged in both runs: log every step "
+                         "(log_every = 1) in a spike zoo")
+    return out
+
+
+def height(h, control, at: int) -> float:
+    """How high the spike rose above the control (nats): the largest excess in HEIGHT_WINDOW steps."""
+    return max(excess(h, control, at, HEIGHT_WINDOW))
+
+
+def cost(h, control, at: int) -> float:
+    """What the spike cost (nats): the mean excess over the COST_WINDOW steps from the injection."""
+    return statistics.fmean(excess(h, control, at, COST_WINDOW))
+
+
+def recovery(h, control, at: int) -> tuple[int, bool]:
+    """(steps after ``at`` until the excess's SMOOTH-step mean is ≤ RECOVERED, whether it got
+    there); censored at the run's last step when it did not."""
+    steps = sorted(set(h.step) & set(control.step))
+    last = max(control.step)
+    for t in (s for s in steps if s >= at):
+        window = excess(h, control, t, SMOOTH)
+        if len(window) == SMOOTH and statistics.fmean(window) <= RECOVERED:
+            return t - at, True
+    return last - at, False
+
+
+def injection_step(records) -> int:
+    """The step every injected run of ``records`` was injected at (one per spike zoo)."""
+    steps = {r.train_config.inject_step for r in records if r.train_config.inject_step}
+    if len(steps) != 1:
+        raise ValueError(f"the injected runs were injected at steps {sorted(steps)}: a spike zoo injects at one step")
+    return steps.pop()
+
+
+def control_of(records, rec):
+    """The run ``rec`` is measured against: same seed and grid point, no injection, no guard."""
+    from .results import select
+
+    point = {**rec.point, CAUSE: NO_CAUSE, GUARD: NO_GUARD}
+    found = [r for r in select(records, **point) if r.seed == rec.seed]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} control runs for {rec.label} seed {rec.seed} at {point}: need exactly one")
+    return found[0]
