@@ -176,3 +176,26 @@ def test_records_of_another_device_are_proven_by_their_arithmetic_only_when_aske
                                    log=lambda _: None)
     assert report["carried"] == 0 and "old code vs new code on cpu" in report["differ"][0]
     assert not lineage.entries(res2)[0]["bit_identical"]
+
+
+def test_records_proven_equivalent_to_a_reference_are_checked_from_it(tmp_path):
+    """Records of an older version (here made on another machine) that the ledger already proves
+    equivalent to the reference's version need no reference of their own: one check, from the
+    reference's version to this code, proves them through the chain."""
+    exp, res, f = _swept(tmp_path)
+    neutral = _reference(tmp_path, "neutral", "DIVERGE_OVER_START = 3.0", "DIVERGE_OVER_START = 3.0 + 0.0")
+    version = carry.reference_version(neutral)
+
+    def other_machine(d):
+        d["history"]["loss"][1] = d["history"]["loss"][1] * (1 + 1e-7)
+
+    _stamp(f, "0123456789ab", other_machine)
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, references=[neutral], log=lambda _: None)
+    assert report["from"] == "0123456789ab" and report["carried"] == 0  # no chain yet: no reference for it
+    lineage.add(res, {"experiment": "tiny", "profile": "quick", "from": "0123456789ab", "to": version,
+                      "records_device": "cpu", "checked": ["a seed 0"], "bit_identical": True, "how": "a test",
+                      "date": "2026-11-28", "device": "cpu", "torch": "test"})
+    [report] = carry.carry_forward(exp, "quick", res, sample=1, references=[neutral], log=lambda _: None)
+    assert report["from"] == version and report["carried"] == 4, report
+    assert lineage.entries(res)[-1]["from"] == version
+    assert lineage.stale(results.read(f), res, sweep.code_version()) == []
