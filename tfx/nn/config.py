@@ -521,7 +521,7 @@ class TrainConfig(_Replaceable):
                            of the norm's mean μ and variance σ² passes z = ``guard_z``
       ``skip-zscore``      skip the update (θ and the optimiser's moments untouched) when the
                            norm's z-score over the last ``guard_window`` norms passes ``guard_z``
-                           (OLMo-core's skip-step)
+                           (OLMo-core's skip-step: 128 steps, z 6)
       ``rollback``         when the loss's z-score over the last ``guard_window`` losses passes
                            ``guard_z``, restore the state of 8–16 steps before and skip the batches
                            in between (chowdhery2022palm)

@@ -404,8 +404,10 @@ class SpikeGuard:
       clip-percentile  c = the p-th percentile of the last N norms, when ‖g‖ > c (tuning-playbook)
       clip-zscore      z = (‖g‖ − μ)/σ over EMAs (α = 0.97) of the norm's mean and variance;
                        z > z*: c = μ + z*·σ, and the EMAs take c, not ‖g‖ (kumar2025zclip)
-      skip-zscore      z over the mean and deviation of the last N norms; z > z*: skip, and the
-                       spike's norm stays out of the window (OLMo-core's skip-step)
+      skip-zscore      z over the mean and deviation of the last N norms; z > z*: skip. Every
+                       norm enters the window, a skipped one too, as in OLMo-core's skip-step
+                       (which also skips on the loss; here the norm alone): kept out, a spike
+                       that damaged the model would have every later step skipped
 
     :meth:`on_loss` (``rollback``) takes the step's loss and returns its z-score over the last N
     losses when it passes z* (the trainer then rolls back), else None. Nothing acts before
@@ -457,8 +459,7 @@ class SpikeGuard:
             z = self._zscore(norm)
             if z is not None and z > self.z:
                 action = ("skip", z)
-            else:
-                self.values.append(norm)
+            self.values.append(norm)  # skipped or not (OLMo-core's rule): a run cannot freeze
         self.last = action
         return action
 
