@@ -17,7 +17,9 @@ from tfx.runs.effects import MIN_SEEDS
 import pending_records  # tests/pending_records.py: the sweeps still being recorded
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDED = sorted(p.name.split(".")[0] for p in (ROOT / "results").glob("*.book.jsonl"))
+# every experiment with book records, in open batches (NAME.book.jsonl) or sealed ones
+# (NAME.book.STAMP.jsonl.xz): tfx.runs.results.files_for reads both
+RECORDED = sorted({p.name.split(".")[0] for p in (ROOT / "results").glob("*.book*.jsonl*")})
 BRACKETED_SHARE = 0.9
 
 PENDING_SEEDS = pending_records.SEEDS
