@@ -66,15 +66,24 @@ def test_runs_logged_on_other_steps_are_refused():
         spikes.height(sparse, control, AT)
 
 
-def test_the_quick_spike_zoo_end_to_end(tmp_path):
-    """The quick profile of experiments/spike-zoo.toml trained here: the rate bump rises above
-    its control, the control measures zero against itself, and the skip-step guard's run is
-    measured against the unguarded control of its seed."""
-    from tfx.runs.results import load, select
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory):
+    """The quick profile of experiments/spike-zoo.toml, trained once for this module."""
+    from tfx.runs.results import load
     from tfx.runs.sweep import run_experiment
 
-    run_experiment("experiments/spike-zoo.toml", "quick", results_dir=tmp_path, progress=False)
-    recs = load("spike-zoo", "quick", results_dir=tmp_path)
+    out = tmp_path_factory.mktemp("zoo")
+    run_experiment("experiments/spike-zoo.toml", "quick", results_dir=out, progress=False)
+    return load("spike-zoo", "quick", results_dir=out)
+
+
+def test_the_quick_spike_zoo_end_to_end(zoo):
+    """The quick profile trained here: the rate bump rises above its control, the control
+    measures zero against itself, and the skip-step guard's run is measured against the
+    unguarded control of its seed."""
+    from tfx.runs.results import select
+
+    recs = zoo
     at = spikes.injection_step(recs)
     assert at == 15
     bumped = select(recs, cause="rate bump", guard="no guard")[0]
@@ -87,13 +96,10 @@ def test_the_quick_spike_zoo_end_to_end(tmp_path):
     assert math.isfinite(spikes.cost(guarded.history, control.history, at))
 
 
-def test_the_evidence_registry_reads_the_spike_measures_per_seed(tmp_path):
+def test_the_evidence_registry_reads_the_spike_measures_per_seed(zoo):
     from tfx.book.evidence import MEASURES
-    from tfx.runs.results import load
-    from tfx.runs.sweep import run_experiment
 
-    run_experiment("experiments/spike-zoo.toml", "quick", results_dir=tmp_path, progress=False)
-    recs = load("spike-zoo", "quick", results_dir=tmp_path)
+    recs = zoo
     heights = MEASURES["spike height"][0](recs, cause="rate bump", guard="no guard")
     assert list(heights) == [0] and heights[0] > 0
     assert MEASURES["spike cost"][0](recs, cause="none", guard="no guard") == {0: 0.0}
