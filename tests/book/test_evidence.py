@@ -49,6 +49,18 @@ def test_own_rate_reads_each_side_at_its_best_rate():
     assert shared.effect(recs).mean == pytest.approx(0.5 - 1.0)  # at 1e-3 the warm side is off its best
 
 
+def test_at_rate_of_reads_both_sides_at_one_variants_best_rate():
+    """A without warmup is best at 1e-3, with it at 1e-2: at 1e-3 warm is 1 nat off its own best."""
+    recs = _grid(BEST, FLOOR)
+    c = Comparison("SC-2", "-", "x", "warmup", "warm", "none", "lower", {"arch": "A"}, at_rate_of="none")
+    e = c.effect(recs)
+    assert (e.a, e.b) == ("warm @ 1e-3", "none @ 1e-3") and e.mean == pytest.approx(1.0 + 1.0 - 1.5)
+    own = Comparison("SC-2", "-", "x", "warmup", "warm", "none", "lower", {"arch": "A"}, own_rate=True)
+    assert own.effect(recs).mean == pytest.approx(1.0 - 1.5)  # the option changes what is read
+    with pytest.raises(ValueError, match="at_rate_of"):
+        Comparison("SC-2", "-", "x", "warmup", "warm", "none", "lower", at_rate_of="none", own_rate=True)
+
+
 def test_a_contrast_is_a_difference_of_differences():
     """Warmup helps A by 0.5 at the best rates and B by 0: the contrast is 0.5 − 0."""
     recs = _grid(BEST, FLOOR)

@@ -309,6 +309,18 @@ CLAIMS = [
           "LR sensitivity is lower with independent than with coupled decay; |log Z| ends larger without "
           "weight decay.",
           ("19-warmup-decay", "{claim-OP-6}")),
+    # the part "When a run breaks" (chapters 20–22)
+    Claim("SC-2", "kalra2024warmup", "§1, §4",
+          "Warmup's benefit is that the network tolerates a larger target learning rate.",
+          "The best final loss with warmup is reached at a higher rate than without; at the rate that is "
+          "best without warmup, warmup changes little.",
+          ("21-warmup-schedules", "{claim-SC-2}")),
+    Claim("OP-7", "jordan2024muon,liu2025muon,kimi2025k2", "Muon; §2 of Liu et al.; QK-clip in Kimi K2",
+          "Muon (orthogonalised momentum for the hidden matrices, its update RMS matched to AdamW's) "
+          "trains faster than AdamW; with Muon the largest attention logits grow, and QK-clip bounds them.",
+          "A finding at this scale either way: Muon's LR curve and best loss against AdamW's; the largest "
+          "attention logit with and without QK-clip.",
+          ("22-muon", "{claim-OP-7}")),
 ]
 BY_ID = {c.id: c for c in CLAIMS}
 

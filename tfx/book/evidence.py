@@ -54,6 +54,14 @@ def _log10_logit_max(rec) -> float:
     return math.log10(traces.trace(rec.history, "attn_logit_max")[1][-1])
 
 
+def _log10_qk_logit_peak(rec) -> float:
+    """log10 of the largest attention logit of any head at any logged step of the run
+    (History.qk_logit_max, read before QK-clip's rescale: the peak the clip answers to)."""
+    import math
+
+    return math.log10(max(rec.history.qk_logit_max))
+
+
 def _abs_log_z(rec) -> float:
     """|log Z| of the output softmax (mean over tokens) at the last logged step."""
     return abs(traces.trace(rec.history, "log_z")[1][-1])
@@ -138,6 +146,7 @@ MEASURES = {
     "LR sensitivity": (_lr_sensitivity, True),  # Wortsman et al.'s, over the seed's learning-rate curve
     "log10 best learning rate": (_best_log10_lr, True),  # the seed's curve's optimum, between grid points
     "log10 largest attention logit": (_per_run(_log10_logit_max), False),
+    "log10 peak attention logit": (_per_run(_log10_qk_logit_peak), False),  # over the whole run
     "|log Z|": (_per_run(_abs_log_z), False),
     "log10 stream growth": (_per_run(_log10_stream_growth), False),
     "log10 stream growth above the first layer": (_per_run(_log10_stream_growth_above_first_layer), False),
@@ -148,6 +157,7 @@ MEASURES = {
 }
 UNITS = {"spike height": "nats", "spike cost": "nats", "steps to recover": "steps",
          "steps to the learned line": "steps", "log10 best learning rate": "decades", "mean held-out loss": "nats", "end loss": "nats", "LR sensitivity": "nats", "|log Z|": "nats", "log10 largest attention logit": "decades",
+         "log10 peak attention logit": "decades",
          "log10 stream growth": "decades", "log10 stream growth above the first layer": "decades"}
 
 
@@ -169,6 +179,9 @@ class Comparison:
     point: dict = field(default_factory=dict)
     measure: str = "end loss"
     own_rate: bool = False  # each side at its own best learning rate
+    # both sides at the best learning rate of this variant of ``axis`` (SC-2: warmup's effect at
+    # the rate that is best without it); '' for none
+    at_rate_of: str = ""
     contrast: dict = field(default_factory=dict)  # subtract the same comparison at point | contrast
     margin: float = 0.0
     # which of the paper's separate statements it tests ('stability', 'failure', 'quality' for
@@ -192,6 +205,9 @@ class Comparison:
             raise ValueError(f"measure={self.measure!r} must be one of {list(MEASURES)}")
         if self.own_rate and MEASURES[self.measure][1]:
             raise ValueError(f"own_rate: the measure {self.measure!r} already reads every learning rate")
+        if self.at_rate_of and (self.own_rate or MEASURES[self.measure][1]):
+            raise ValueError(f"at_rate_of={self.at_rate_of!r}: give it alone, with a measure at one rate "
+                             f"(not own_rate, not {self.measure!r})")
 
     @property
     def unit(self) -> str:
@@ -211,8 +227,8 @@ class Comparison:
         """(name, grid point) of ``variant`` here (and at ``extra``), at its best rate if ``own_rate``."""
         point = {**self.point, **(extra or {}), self.axis: variant}
         name = variant
-        if self.own_rate:
-            best = effects.best_rate(records, **point)
+        if self.own_rate or self.at_rate_of:
+            best = effects.best_rate(records, **{**point, self.axis: self.at_rate_of or variant})
             point[effects.lr_axis(records)] = best.variant
             name = f"{variant} @ {best.variant}"
         return name, point
@@ -530,6 +546,30 @@ COMPARISONS += [
     Comparison("OP-6", "without weight decay |log Z| ends larger than with independent decay (each at its "
                        "own best rate)", "op-warmup-decay", "recipe", "warmup 40", "independent decay",
                "higher", measure="|log Z|", own_rate=True, expected="reproduces"),
+    # ------------------------------------------------ when a run breaks (chapters 21 and 22)
+    # Registered, with their margins, before the sweeps' records were read (commit history).
+    # SC-2, Kalra & Barkeshli 2024: warmup lets the run tolerate a larger rate (warmup-rate.toml)
+    Comparison("SC-2", "with 40 steps of warmup the best learning rate is higher than without",
+               "warmup-rate", "warmup", "warmup 40", "no warmup", "higher",
+               measure="log10 best learning rate"),
+    # alike within ±0.05 nats: the margin of the book's other 'equal' end-loss comparisons (norms)
+    Comparison("SC-2", "at the rate that is best without warmup, 40 steps of warmup change the final loss by "
+                       "less than 0.05 nats", "warmup-rate", "warmup", "warmup 40", "no warmup", "equal",
+               at_rate_of="no warmup", margin=0.05),
+    # OP-7, Jordan 2024, Liu et al. 2025, Kimi K2 2025 (muon.toml): a finding at this scale either way
+    Comparison("OP-7", "Muon at its best rate ends lower than AdamW at its own", "muon", "optimizer", "Muon",
+               "AdamW", "lower", own_rate=True),
+    Comparison("OP-7", "Muon's final loss is less sensitive to the learning rate than AdamW's", "muon",
+               "optimizer", "Muon", "AdamW", "lower", measure="LR sensitivity"),
+    Comparison("OP-7", "each at its best rate, Muon's largest attention logit peaks higher than AdamW's",
+               "muon", "optimizer", "Muon", "AdamW", "higher", measure="log10 peak attention logit",
+               own_rate=True),
+    # at the grid's largest rate, where the logits are largest (logits.toml: Adam passes 100 at ≥ 3e-2)
+    Comparison("OP-7", "at the rate 1e-1, QK-clip (τ = 100) lowers Muon's peak attention logit",
+               "muon", "optimizer", "Muon + QK-clip", "Muon", "lower", {"lr": "1e-1"},
+               measure="log10 peak attention logit"),
+    Comparison("OP-7", "each at its best rate, QK-clip changes Muon's final loss by less than 0.05 nats",
+               "muon", "optimizer", "Muon + QK-clip", "Muon", "equal", own_rate=True, margin=0.05),
 ]
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:
