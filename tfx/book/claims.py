@@ -314,7 +314,7 @@ CLAIMS = [
           "Warmup's benefit is that the network tolerates a larger target learning rate.",
           "The best final loss with warmup is reached at a higher rate than without; at the rate that is "
           "best without warmup, warmup changes little.",
-          ("21-warmup-schedules", "{claim-SC-2}")),
+          ("21-what-warmup-buys", "{claim-SC-2}")),
     Claim("OP-7", "jordan2024muon,liu2025muon,kimi2025k2", "Muon; §2 of Liu et al.; QK-clip in Kimi K2",
           "Muon (orthogonalised momentum for the hidden matrices, its update RMS matched to AdamW's) "
           "trains faster than AdamW; with Muon the largest attention logits grow, and QK-clip bounds them.",

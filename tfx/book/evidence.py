@@ -551,11 +551,11 @@ COMPARISONS += [
     # SC-2, Kalra & Barkeshli 2024: warmup lets the run tolerate a larger rate (warmup-rate.toml)
     Comparison("SC-2", "with 40 steps of warmup the best learning rate is higher than without",
                "warmup-rate", "warmup", "warmup 40", "no warmup", "higher",
-               measure="log10 best learning rate"),
+               measure="log10 best learning rate", expected="not resolved at this scale"),
     # alike within ±0.05 nats: the margin of the book's other 'equal' end-loss comparisons (norms)
     Comparison("SC-2", "at the rate that is best without warmup, 40 steps of warmup change the final loss by "
                        "less than 0.05 nats", "warmup-rate", "warmup", "warmup 40", "no warmup", "equal",
-               at_rate_of="no warmup", margin=0.05),
+               at_rate_of="no warmup", margin=0.05, expected="reproduces"),
     # OP-7, Jordan 2024, Liu et al. 2025, Kimi K2 2025 (muon.toml): a finding at this scale either way
     Comparison("OP-7", "Muon at its best rate ends lower than AdamW at its own", "muon", "optimizer", "Muon",
                "AdamW", "lower", own_rate=True),
@@ -608,6 +608,7 @@ EXPECTED_STATUS: dict = {
     "OP-4": "not resolved at this scale",
     "OP-5": "reproduces in part",
     "OP-6": "reproduces in part",
+    "SC-2": "reproduces in part",
 }
 EXPECTED_PARTS: dict = {
     "AD-3": {"stability": "mixed", BEHIND: "reproduces", "quality": NOT_TESTABLE_WORD},
