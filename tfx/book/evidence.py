@@ -558,18 +558,20 @@ COMPARISONS += [
                at_rate_of="no warmup", margin=0.05, expected="reproduces"),
     # OP-7, Jordan 2024, Liu et al. 2025, Kimi K2 2025 (muon.toml): a finding at this scale either way
     Comparison("OP-7", "Muon at its best rate ends lower than AdamW at its own", "muon", "optimizer", "Muon",
-               "AdamW", "lower", own_rate=True),
+               "AdamW", "lower", own_rate=True, expected="reproduces"),
     Comparison("OP-7", "Muon's final loss is less sensitive to the learning rate than AdamW's", "muon",
-               "optimizer", "Muon", "AdamW", "lower", measure="LR sensitivity"),
+               "optimizer", "Muon", "AdamW", "lower", measure="LR sensitivity",
+               expected="not resolved at this scale"),
     Comparison("OP-7", "each at its best rate, Muon's largest attention logit peaks higher than AdamW's",
                "muon", "optimizer", "Muon", "AdamW", "higher", measure="log10 peak attention logit",
-               own_rate=True),
+               own_rate=True, expected="not resolved at this scale"),
     # at the grid's largest rate, where the logits are largest (logits.toml: Adam passes 100 at ≥ 3e-2)
     Comparison("OP-7", "at the rate 1e-1, QK-clip (τ = 100) lowers Muon's peak attention logit",
                "muon", "optimizer", "Muon + QK-clip", "Muon", "lower", {"lr": "1e-1"},
-               measure="log10 peak attention logit"),
+               measure="log10 peak attention logit", expected="reproduces"),
     Comparison("OP-7", "each at its best rate, QK-clip changes Muon's final loss by less than 0.05 nats",
-               "muon", "optimizer", "Muon + QK-clip", "Muon", "equal", own_rate=True, margin=0.05),
+               "muon", "optimizer", "Muon + QK-clip", "Muon", "equal", own_rate=True, margin=0.05,
+               expected="reproduces"),
 ]
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:
@@ -609,6 +611,7 @@ EXPECTED_STATUS: dict = {
     "OP-5": "reproduces in part",
     "OP-6": "reproduces in part",
     "SC-2": "reproduces in part",
+    "OP-7": "reproduces in part",
 }
 EXPECTED_PARTS: dict = {
     "AD-3": {"stability": "mixed", BEHIND: "reproduces", "quality": NOT_TESTABLE_WORD},
