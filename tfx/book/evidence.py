@@ -224,7 +224,8 @@ class Comparison:
         return all(results.select(records, **p) for p in self.points())
 
     def _point(self, records, variant: str, extra: dict | None = None) -> tuple[str, dict]:
-        """(name, grid point) of ``variant`` here (and at ``extra``), at its best rate if ``own_rate``."""
+        """(name, grid point) of ``variant`` here (and at ``extra``), at its best rate if ``own_rate``,
+        at ``at_rate_of``'s best rate if that is given."""
         point = {**self.point, **(extra or {}), self.axis: variant}
         name = variant
         if self.own_rate or self.at_rate_of:
