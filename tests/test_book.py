@@ -299,9 +299,22 @@ def test_claims_scan_lists_the_registry_tests_cases_for_every_registered_claim(t
 
 
 def test_every_claim_on_the_page_is_measured():
-    """The book's claims page: every claim that is not quoted context carries a measurement."""
-    assert all(c.measured for c in claims.CLAIMS if not c.context)
-    assert "not measured yet" not in claims_page.render_page(ROOT)
+    """The book's claims page: every claim that is not quoted context carries a measurement,
+    but for a claim registered before its sweep's records exist (all of its comparisons read a
+    sweep tests/pending_records.py lists), which says 'not measured yet' until they land."""
+    import pending_records
+    from tfx.book import evidence
+
+    def waiting(c) -> bool:
+        comps = evidence.BY_CLAIM.get(c.id, [])
+        return bool(comps) and all(x.experiment in pending_records.UNRECORDED for x in comps)
+
+    unmeasured = [c.id for c in claims.CLAIMS if not c.context and not c.measured and not waiting(c)]
+    assert not unmeasured, f"claims with no measurement: {unmeasured}"
+    early = [c.id for c in claims.CLAIMS if c.measured and waiting(c)]
+    assert not early, f"claims measured before their records exist: {early}"
+    page = claims_page.render_page(ROOT)
+    assert page.count("not measured yet") == sum(waiting(c) for c in claims.CLAIMS)
 
 
 def test_context_claims_render_as_context_not_as_missing():

@@ -858,10 +858,21 @@ def test_registered_claim_status(claim):
 def test_every_registered_comparison_and_claim_declares_what_the_records_give():
     """Every comparison declares its verdict, every claim the registry judges its status, and
     every claim with halves each half's; nothing is declared for a claim the registry lacks."""
-    missing = [evidence.case_id(c, k) for c, k in _CASES if not evidence.BY_CLAIM[c][k].expected]
+    # a comparison registered before its sweep's records exist (tests/pending_records.py) declares
+    # its verdict when they land: until then it has none, and neither has a claim all of whose
+    # comparisons wait
+    def waiting(c) -> bool:
+        return c.experiment in pending_records.UNRECORDED
+
+    missing = [evidence.case_id(c, k) for c, k in _CASES
+               if not evidence.BY_CLAIM[c][k].expected and not waiting(evidence.BY_CLAIM[c][k])]
     assert not missing, f"comparisons with no expected verdict: {missing}"
-    assert set(evidence.EXPECTED_STATUS) == set(evidence.BY_CLAIM)
-    halved = {claim for claim, comps in evidence.BY_CLAIM.items() if any(c.part for c in comps)}
+    early = [evidence.case_id(c, k) for c, k in _CASES
+             if evidence.BY_CLAIM[c][k].expected and waiting(evidence.BY_CLAIM[c][k])]
+    assert not early, f"comparisons declaring a verdict before their records exist: {early}"
+    judged = {claim for claim, comps in evidence.BY_CLAIM.items() if not all(map(waiting, comps))}
+    assert set(evidence.EXPECTED_STATUS) == judged
+    halved = {claim for claim in judged if any(c.part for c in evidence.BY_CLAIM[claim])}
     assert set(evidence.EXPECTED_PARTS) == halved - set(evidence.NOT_TESTABLE)
 
 

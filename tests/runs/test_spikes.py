@@ -17,11 +17,14 @@ def _hist(losses, status="learned", start=None):
     return h
 
 
-def _spiked(base, at=AT, bump=(2.0, 1.0, 0.5, 0.2, 0.1), tail=0.0):
+def _spiked(base, at=AT, bump=(2.0, 1.0, 0.5, 0.2, 0.1), tail=0.0, batch=0.0):
+    """The losses of a run injected at step ``at`` (list index at − 1): ``batch`` on the
+    injected step's own loss (what the batch was), ``bump`` from the step after (what it did)."""
     out = list(base)
+    out[at - 1] += batch
     for i, b in enumerate(bump):
-        out[at - 1 + i] += b
-    for t in range(at - 1 + len(bump), len(out)):
+        out[at + i] += b
+    for t in range(at + len(bump), len(out)):
         out[t] += tail
     return out
 
@@ -34,8 +37,20 @@ def test_height_cost_and_recovery_of_a_spike_that_heals():
     assert spikes.height(run, control, AT) == pytest.approx(2.0)
     assert spikes.cost(run, control, AT) == pytest.approx(3.8 / spikes.COST_WINDOW)
     steps, ok = spikes.recovery(run, control, AT)
-    # the 10-step mean of the excess from step AT + k is (sum of the bump after k) / 10 ≤ 0.05 from k = 3
+    # the 10-step mean of the excess from step AT + 1 + k is (sum of the bump after k) / 10 ≤ 0.05
+    # from k = 3: 3 steps after the first step the injection shows on
     assert ok and steps == 3
+
+
+def test_the_injected_steps_own_loss_is_not_the_spike():
+    """The loss logged at the injection step is its batch's, before the update: a bad batch
+    that is merely hard (or easy) to predict, and did nothing to the model, is no spike."""
+    control = _hist(BASE)
+    hard_batch = _hist(_spiked(BASE, bump=(), batch=3.0))
+    assert spikes.height(hard_batch, control, AT) == 0.0 and spikes.cost(hard_batch, control, AT) == 0.0
+    assert spikes.recovery(hard_batch, control, AT) == (0, True)
+    both = _hist(_spiked(BASE, batch=3.0))
+    assert spikes.height(both, control, AT) == pytest.approx(2.0)
 
 
 def test_a_run_left_alone_has_no_spike_and_recovers_at_once():
@@ -47,7 +62,7 @@ def test_a_run_left_alone_has_no_spike_and_recovers_at_once():
 def test_a_run_that_never_recovers_is_censored_at_its_last_step():
     control, run = _hist(BASE), _hist(_spiked(BASE, tail=0.3))
     steps, ok = spikes.recovery(run, control, AT)
-    assert not ok and steps == 200 - AT
+    assert not ok and steps == 200 - AT - 1
 
 
 def test_a_diverged_run_counts_its_start_loss_where_it_stopped():

@@ -557,6 +557,29 @@ COMPARISONS += [
     Comparison("SC-2", "at the rate that is best without warmup, 40 steps of warmup change the final loss by "
                        "less than 0.05 nats", "warmup-rate", "warmup", "warmup 40", "no warmup", "equal",
                at_rate_of="no warmup", margin=0.05, expected="reproduces"),
+    # SZ-1..3 (spike-zoo.toml): registered, with their directions, before the records were read.
+    # 'spike cost' is the mean excess loss over the 100 steps after the injection against the same
+    # seed left alone (tfx.runs.spikes); the control measures 0 against itself, so "higher than
+    # none" asks whether the injection cost anything the seeds agree on, beyond the noise of two
+    # trajectories that part at step 200.
+    *[Comparison("SZ-1", f"at η = {lr}, a batch of repeated n-grams at step 200 raises the loss of the next "
+                         "100 steps above the same run left alone", "spike-zoo", "cause", "repeated n-gram", "none",
+                 "higher", {"guard": "no guard", "lr": lr}, measure="spike cost") for lr in ("1e-2", "3e-2")],
+    Comparison("SZ-1", "the same batch costs more at η = 3e-2 than at 1e-2", "spike-zoo", "lr", "3e-2", "1e-2",
+               "higher", {"cause": "repeated n-gram", "guard": "no guard"}, measure="spike cost"),
+    *[Comparison("SZ-3", f"at η = {lr}, a resume with fresh Adam moments at step 200 raises the loss of the next "
+                         "100 steps above the same run resumed with its state", "spike-zoo", "cause", "fresh moments",
+                 "none", "higher", {"guard": "no guard", "lr": lr}, measure="spike cost") for lr in ("1e-2", "3e-2")],
+    # SZ-2 at η = 3e-2, where a spike costs more, for each guard the claim names (one half each)
+    # and each cause the claim's zoo names. What a spike costs a guarded run is measured against
+    # the same guarded run without the spike (the contrast at cause 'none'), so a guard that
+    # slows (or speeds) the healthy run is not counted as rescuing (or failing) it.
+    *[Comparison("SZ-2", f"at η = 3e-2, {guard} lowers what {what} costs", "spike-zoo", "guard", guard, "no guard",
+                 "lower", {"cause": cause, "lr": "3e-2"}, measure="spike cost", contrast={"cause": "none"},
+                 part=guard)
+      for guard in ("clip p90", "z-score clip", "skip-step")
+      for cause, what in (("repeated n-gram", "a batch of repeated n-grams"), ("rate bump", "a rate bump"),
+                          ("fresh moments", "a resume with fresh moments"))],
     # OP-7, Jordan 2024, Liu et al. 2025, Kimi K2 2025 (muon.toml): a finding at this scale either way
     Comparison("OP-7", "Muon at its best rate ends lower than AdamW at its own", "muon", "optimizer", "Muon",
                "AdamW", "lower", own_rate=True, expected="reproduces"),

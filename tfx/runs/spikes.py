@@ -6,14 +6,17 @@ batches up to the injection: the difference of their training losses step by ste
     excess(t) = L_run(t) − L_control(t),
 
 is what the injection (and the guard) did, with the batch-to-batch noise of the loss largely
-cancelled. From it, after the injection at step s:
+cancelled. The loss logged at step s is the loss of step s's batch *before* step s's update:
+it shows what that batch was (a repeated-n-gram batch, a reset stream's first batch), not what
+the step did to the model. What an injection at step s did shows from step s + 1, so every
+window starts there:
 
-    height    max excess(t) over t ∈ [s, s + HEIGHT_WINDOW)            how high the spike rose
-    cost      mean excess(t) over t ∈ [s, s + COST_WINDOW)             the loss it cost, on average
-    recovery  the first t ≥ s at which the mean of excess over [t, t + SMOOTH) ≤ RECOVERED,
-              as steps after s; a run that never gets there is **censored** at its last step
+    height    max excess(t) over t ∈ [s + 1, s + HEIGHT_WINDOW]        how high the spike rose
+    cost      mean excess(t) over t ∈ [s + 1, s + COST_WINDOW]         the loss it cost, on average
+    recovery  the first t > s at which the mean of excess over [t, t + SMOOTH) ≤ RECOVERED,
+              as steps after s + 1 (0 for a run the injection did not hurt); a run that never gets there is **censored** at its last step
               (it counts as recovering then, so a recovery time is a lower bound where
-              :func:`recovered` says it did not)
+              the second value of :func:`recovery` says it did not)
 
 A run that diverged counts as its start loss L₀ at every step it did not reach (it ended no
 better than an untrained model), as :func:`tfx.runs.effects.end_loss` counts it. The windows
@@ -65,24 +68,25 @@ def excess(h, control, start: int, length: int) -> list[float]:
 
 def height(h, control, at: int) -> float:
     """How high the spike rose above the control (nats): the largest excess in HEIGHT_WINDOW steps."""
-    return max(excess(h, control, at, HEIGHT_WINDOW))
+    return max(excess(h, control, at + 1, HEIGHT_WINDOW))
 
 
 def cost(h, control, at: int) -> float:
     """What the spike cost (nats): the mean excess over the COST_WINDOW steps from the injection."""
-    return statistics.fmean(excess(h, control, at, COST_WINDOW))
+    return statistics.fmean(excess(h, control, at + 1, COST_WINDOW))
 
 
 def recovery(h, control, at: int) -> tuple[int, bool]:
-    """(steps after ``at`` until the excess's SMOOTH-step mean is ≤ RECOVERED, whether it got
-    there); censored at the run's last step when it did not."""
+    """(steps after ``at`` + 1, the first step an injection at ``at`` can show on, until the
+    excess's SMOOTH-step mean is ≤ RECOVERED; whether it got there); censored at the run's last
+    step when it did not."""
     steps = sorted(set(h.step) & set(control.step))
-    last = max(control.step)
-    for t in (s for s in steps if s >= at):
+    first, last = at + 1, max(control.step)
+    for t in (s for s in steps if s >= first):
         window = excess(h, control, t, SMOOTH)
         if len(window) == SMOOTH and statistics.fmean(window) <= RECOVERED:
-            return t - at, True
-    return last - at, False
+            return t - first, True
+    return last - first, False
 
 
 def injection_step(records) -> int:
