@@ -81,15 +81,35 @@ def test_runs_logged_on_other_steps_are_refused():
         spikes.height(sparse, control, AT)
 
 
+# four of the quick profile's 60 runs, enough to see a cause, a guard and the control together
+NARROW = """
+[profiles.quick.grid.guard]
+"no guard" = { train = { } }
+"skip-step" = { train = { spike_guard = "skip-zscore" } }
+
+[profiles.quick.grid.lr]
+"1e-2" = { train = { lr = 1e-2 } }
+"""
+
+
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
-    """The quick profile of experiments/spike-zoo.toml, trained once for this module."""
+    """The quick profile of experiments/spike-zoo.toml, trained once for this module on a
+    narrower grid (two guards, one rate: ``NARROW``)."""
+    from pathlib import Path
+
     from tfx.runs.results import load
     from tfx.runs.sweep import run_experiment
 
     out = tmp_path_factory.mktemp("zoo")
-    run_experiment("experiments/spike-zoo.toml", "quick", results_dir=out, progress=False)
-    return load("spike-zoo", "quick", results_dir=out)
+    text = Path("experiments/spike-zoo.toml").read_text()
+    quick_causes = text.index("[profiles.quick.grid.cause]")
+    experiment = out / "spike-zoo.toml"
+    experiment.write_text(text[:quick_causes] + NARROW + text[quick_causes:])
+    run_experiment(experiment, "quick", results_dir=out, progress=False)
+    recs = load("spike-zoo", "quick", results_dir=out)
+    assert len(recs) == 5 * 2 * 1, len(recs)  # causes × guards × rates, one seed
+    return recs
 
 
 def test_the_quick_spike_zoo_end_to_end(zoo):
@@ -101,12 +121,12 @@ def test_the_quick_spike_zoo_end_to_end(zoo):
     recs = zoo
     at = spikes.injection_step(recs)
     assert at == 15
-    bumped = select(recs, cause="rate bump", guard="no guard")[0]
+    bumped = select(recs, cause="rate bump", guard="no guard", lr="1e-2")[0]
     control = spikes.control_of(recs, bumped)
     assert control.point == {**bumped.point, "cause": "none"}
     assert spikes.height(bumped.history, control.history, at) > 0
     assert spikes.height(control.history, control.history, at) == 0.0
-    guarded = select(recs, cause="rate bump", guard="skip-step")[0]
+    guarded = select(recs, cause="rate bump", guard="skip-step", lr="1e-2")[0]
     assert spikes.control_of(recs, guarded) is control
     assert math.isfinite(spikes.cost(guarded.history, control.history, at))
 
