@@ -227,3 +227,35 @@ def test_lr_curves_reads_any_axis():
     lr_curves(ax2, recs, ["no fix", "QK-norm"])  # by architecture: these records have none
     assert not [line for line in ax2.get_lines() if line.get_label() in ("no fix", "QK-norm")]
     plt.close("all")
+
+
+def test_zoo_explorer_draws_each_seed_against_its_own_control_from_the_injection():
+    """The spike zoo's explorer (chapter 20): a cell's left panel is each seed's loss minus the
+    loss of the same seed left alone, from ``before`` steps ahead of the injection; its note
+    reads what the guard did. A cause that does nothing draws zeros; one that adds 1 nat from
+    the step after the injection draws 1 there, and its cost is 1."""
+    exp = Experiment.load(EXPERIMENTS / "spike-zoo")
+    at, steps = 20, 40
+    recs = []
+    for cause in ("none", "rate bump"):
+        for guard in ("no guard", "clip 1.0"):
+            for seed in (0, 1):
+                r = _record({"cause": cause, "guard": guard, "lr": "1e-2"}, seed, steps=steps)
+                r.train_config = TrainConfig(steps=steps, lr=1e-2, **(
+                    {"inject": "lr-bump", "inject_step": at} if cause != "none" else {}))
+                if cause != "none" and guard == "no guard":
+                    r.history.loss = [v + (1.0 if t > at else 0.0) for t, v in zip(r.history.step, r.history.loss)]
+                if guard == "clip 1.0":
+                    r.history.steps_clipped = 3
+                recs.append(r)
+    e = se.zoo_explorer(recs, exp, "book", before=5, every=1)
+    assert list(e.controls) == ["cause", "guard", "lr"]
+    excess, norm = e.panels(cause="rate bump", guard="no guard", lr="1e-2")
+    xs, ys = excess.lines["seed 1"]
+    assert xs[0] == at - 5 and list(ys[:6]) == [0.0] * 6 and ys[6:] == pytest.approx([1.0] * (steps - at))
+    assert "median cost +1.000" in excess.note and "recovered: 0 of 2" in excess.note
+    assert list(norm.lines["seed 0"][1])[:2] == [1.0, 1.0]
+    calm, _ = e.panels(cause="rate bump", guard="clip 1.0", lr="1e-2")
+    assert set(calm.lines["seed 0"][1]) == {0.0} and "clipped 6 of" in calm.note
+    missing = e.panels(cause="fresh moments", guard="no guard", lr="1e-2")[0]
+    assert "not recorded yet" in missing.note

@@ -139,3 +139,10 @@ def test_the_evidence_registry_reads_the_spike_measures_per_seed(zoo):
     assert list(heights) == [0] and heights[0] > 0
     assert MEASURES["spike cost"][0](recs, cause="none", guard="no guard") == {0: 0.0}
     assert MEASURES["steps to recover"][0](recs, cause="none", guard="no guard") == {0: 0.0}
+
+
+def test_summary_refuses_a_point_with_no_runs(zoo):
+    with pytest.raises(ValueError, match="no runs at"):
+        spikes.summary(zoo, cause="rate bump", guard="rollback", lr="1e-2")
+    s = spikes.summary(zoo, cause="none", guard="no guard", lr="1e-2")
+    assert (s["n"], s["cost"], s["height"], s["recovered"]) == (1, 0.0, 0.0, 1)

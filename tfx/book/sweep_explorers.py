@@ -300,3 +300,49 @@ def logits_explorer(records, experiment, profile: str, default: dict | None = No
                          curves=("eval_loss", "attn_logit_max", "attn_entropy_min", "log_z"),
                          default=default, labels={"fix": "fix", "lr": "learning rate"},
                          title="Logits over training, every seed", profile=profile)
+
+
+def zoo_explorer(records, experiment, profile: str, default: dict | None = None, before: int = 10,
+                 every: int = 2) -> Explorer:
+    """Chapter 20's spike zoo (SZ-1..3; ``experiments/spike-zoo.toml``): each cause × guard ×
+    learning rate. Left: every seed's training loss minus its control's (the same seed, no
+    injection, no guard: :func:`tfx.runs.spikes.control_of`) from ``before`` steps ahead of the
+    injection to the end, every ``every``-th step; the note gives the median cost and height,
+    the runs that recovered and what the guard did (:func:`tfx.runs.spikes.summary`). Right:
+    every seed's gradient norm before clipping over the same steps."""
+    from ..runs import spikes
+
+    axes = grid_axes(experiment, profile, ("cause", "guard", "lr"))
+    at = spikes.injection_step(records)
+    start = max(1, at - before)
+    last = max(r.train_config.steps for r in records)
+
+    def compute(cause, guard, lr):
+        recs = sorted(results.select(records, cause=cause, guard=guard, lr=lr), key=lambda r: r.seed)
+        if not recs:
+            return [Panel(title="loss − the control's", note=f"not recorded yet: {cause}, {guard}, {lr}")]
+        colors = {f"seed {r.seed}": SEED_COLORS[r.seed % len(SEED_COLORS)] for r in recs}
+        excess, norms = {}, {}
+        for r in recs:
+            control = spikes.control_of(records, r).history
+            steps = [t for t in range(start, last + 1) if t in set(control.step)]
+            ys = spikes.excess(r.history, control, start, last - start + 1)
+            excess[f"seed {r.seed}"] = (steps[:len(ys)][::every], ys[::every])
+            kept = [(t, g) for t, g in zip(r.history.step, r.history.grad_norm) if t >= start]
+            norms[f"seed {r.seed}"] = ([t for t, _ in kept][::every], [g for _, g in kept][::every])
+        lines = {"no difference": ([start, last], [0.0, 0.0]), **excess}
+        styles = {"no difference": "faint"}
+        s = spikes.summary(records, cause=cause, guard=guard, lr=lr)
+        acted = (f"clipped {s['clipped']} of {s['steps_done']} steps, skipped {s['skipped']}, "
+                 f"rollbacks {s['rollbacks']}")
+        note = (f"median cost {s['cost']:+.3f} nats, height {s['height']:+.2f}\n"
+                f"recovered: {s['recovered']} of {s['n']} runs\n{acted}")
+        return [Panel(title=f"loss − the control's (injected at step {at})", x="step", y="nats",
+                      lines=lines, styles=styles, colors={**colors, "no difference": REFERENCE_COLOR},
+                      note=note),
+                Panel(title=CURVES["grad_norm"][0], x="step", y=CURVES["grad_norm"][3], lines=norms,
+                      colors=colors, ylog=True)]
+
+    return Explorer(axes, compute, default=default, labels={"lr": "learning rate"},
+                    title="The spike zoo: cause × guard × rate, every seed against its control",
+                    P=_stamp(records, profile))

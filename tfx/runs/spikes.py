@@ -106,3 +106,28 @@ def control_of(records, rec):
     if len(found) != 1:
         raise ValueError(f"{len(found)} control runs for {rec.label} seed {rec.seed} at {point}: need exactly one")
     return found[0]
+
+
+def summary(records, **point) -> dict:
+    """What the runs of ``records`` at grid ``point`` (one cause, guard and rate; every seed)
+    show against their controls: the median ``height``, ``cost`` and recovery ``steps`` (each
+    censored run at its last step), how many ``recovered`` of ``n`` runs, and what the guard did,
+    summed over the seeds: steps ``clipped`` and ``skipped`` out of ``steps`` taken, and
+    ``rollbacks``."""
+    from .results import select
+
+    runs = select(records, **point)
+    if not runs:
+        raise ValueError(f"no runs at {point}: the points of a spike zoo name a cause, a guard and a rate")
+    at = injection_step(records)
+    pairs = [(r.history, control_of(records, r).history) for r in runs]
+    rec = [recovery(h, c, at) for h, c in pairs]
+    return {"n": len(runs),
+            "height": statistics.median(height(h, c, at) for h, c in pairs),
+            "cost": statistics.median(cost(h, c, at) for h, c in pairs),
+            "steps": statistics.median(s for s, _ in rec),
+            "recovered": sum(ok for _, ok in rec),
+            "clipped": sum(h.steps_clipped for h, _ in pairs),
+            "skipped": sum(h.steps_skipped for h, _ in pairs),
+            "steps_done": sum(h.steps_done for h, _ in pairs),
+            "rollbacks": sum(e["what"] == "rollback" for h, _ in pairs for e in h.interventions)}
