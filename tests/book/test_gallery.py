@@ -64,3 +64,22 @@ def test_pickers_refuse_records_without_the_shape():
     for pick in (gallery.pick_diverged, gallery.pick_stuck, gallery.pick_slow):
         with pytest.raises(ValueError):
             pick(recs)
+
+
+def test_the_broken_run_is_the_median_seed_of_its_cell_against_its_own_control():
+    """The gallery's run broken on purpose (chapter 20's spike zoo): the seed whose spike cost
+    is the cell's median, shown with the same seed left alone; a cell with no runs is refused."""
+    import statistics
+
+    from tfx.runs import spikes
+
+    recs = _load(gallery.ZOO, "quick")
+    run, control = gallery.broken_pick(recs, cause="rate bump", lr="3e-2")
+    at = spikes.injection_step(recs)
+    cell = results.select(recs, cause="rate bump", guard="no guard", lr="3e-2")
+    costs = sorted(spikes.cost(r.history, spikes.control_of(recs, r).history, at) for r in cell)
+    assert spikes.cost(run.history, control.history, at) == costs[(len(costs) - 1) // 2]
+    assert statistics.median_low(costs) == costs[(len(costs) - 1) // 2]
+    assert control.point["cause"] == "none" and control.seed == run.seed
+    with pytest.raises(ValueError, match="no spike-zoo runs"):
+        gallery.broken_pick(recs, cause="a meteor")

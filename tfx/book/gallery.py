@@ -188,3 +188,46 @@ def gallery_figure(P, pick):
     ax_g.set(xlabel="step", ylabel="gradient norm", title=f"ended: {o.verdict}")
     ax_l.legend(fontsize=7, loc="best")
     return fig, (ax_l, ax_g)
+
+
+# ---------------------------------------------------------------- a run broken on purpose
+ZOO = "spike-zoo"  # chapter 20: causes injected halfway into a healthy language-model run
+
+
+def broken_pick(records, cause: str = "rate bump", guard: str = "no guard", lr: str | None = None):
+    """(run, its control) of the spike zoo (:mod:`tfx.runs.spikes`) showing ``cause`` under
+    ``guard`` at ``lr`` (default: the zoo's highest rate): the seed whose spike cost is the
+    median of the cell's (the lower middle one for an even count), so the figure shows a
+    typical run, not the worst."""
+    from ..runs import spikes
+
+    lr = lr or max({r.point["lr"] for r in records}, key=float)
+    runs = results.select(records, cause=cause, guard=guard, lr=lr)
+    if not runs:
+        raise ValueError(f"no spike-zoo runs at cause={cause!r}, guard={guard!r}, lr={lr!r}")
+    at = spikes.injection_step(records)
+    ranked = sorted(runs, key=lambda r: (spikes.cost(r.history, spikes.control_of(records, r).history, at), r.seed))
+    run = ranked[(len(ranked) - 1) // 2]
+    return run, spikes.control_of(records, run)
+
+
+def broken_figure(P, run, control, at: int):
+    """Left: the training loss of ``run`` and of its ``control`` (the same seed left alone,
+    grey) from step 1; right: their gradient norms (before clipping), log scale; the injection
+    step ``at`` dashed on both."""
+    fig, (ax_l, ax_g) = figure(P, ncols=2, height=3.0, task=run.task)
+    for rec, color, label in ((control, "#999999", "the same seed, left alone"),
+                              (run, _COLORS.get("spiking", "#d95f02"), run.point.get("cause", run.label))):
+        h = rec.history
+        n = min(len(h.step), len(h.loss), len(h.grad_norm))
+        ax_l.plot(h.step[:n], h.loss[:n], color=color, lw=0.9, label=label)
+        ax_g.plot(h.step[:n], h.grad_norm[:n], color=color, lw=0.9)
+    for ax in (ax_l, ax_g):
+        ax.axvline(at, ls="--", color="#444444", lw=0.8)
+    lo = min(min(control.history.loss), min(run.history.loss))
+    ax_l.set_ylim(lo - 0.2, lo + 3.0)  # the fall after the first steps, and the spike
+    ax_g.set_yscale("log")
+    ax_l.set(xlabel="step", ylabel="loss (nats/token)", title=f"η = {run.point.get('lr')}, seed {run.seed}")
+    ax_g.set(xlabel="step", ylabel="gradient norm")
+    ax_l.legend(fontsize=7, loc="upper right")
+    return fig, (ax_l, ax_g)
