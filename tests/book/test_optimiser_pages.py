@@ -56,3 +56,25 @@ def test_shared_spikes_count_spikes_another_recipe_has_on_the_same_batch():
 
     recs = [run("a", 0, [30, 50]), run("b", 0, [30]), run("a", 1, [30])]
     assert pages.shared_spikes(recs) == (2, 4)
+
+
+def test_schedule_explorer_draws_lr_at_and_each_control_changes_it():
+    """Chapter 20's schedules explorer: each curve is tfx.nn.optim.lr_at's rate over the run;
+    the warmup moves every schedule's start, the cooldown only WSD's, the run length the
+    steps; the spent rate is the running sum of the drawn rate."""
+    from tfx.nn.config import TrainConfig
+    from tfx.nn.optim import lr_at
+
+    e = pages.schedule_explorer(None, steps=(100, 200), warmups=(0, 10), cooldowns=(0.1, 0.5))
+    share, spent = e.panels(steps=100, warmup=10, cooldown=0.5)
+    xs, ys = share.lines["WSD, linear cooldown"]
+    tc = TrainConfig(lr=1.0, steps=100, warmup=10, schedule="wsd-linear", cooldown_fraction=0.5)
+    assert list(ys) == [lr_at(int(t), tc) for t in xs] and xs[-1] == 100
+    assert spent.lines["constant"][1][-1] == pytest.approx(sum(lr_at(t, TrainConfig(lr=1.0, steps=100, warmup=10))
+                                                               for t in range(1, 101)))
+    other_cooldown = e.panels(steps=100, warmup=10, cooldown=0.1)[0].lines
+    assert list(other_cooldown["WSD, linear cooldown"][1]) != list(ys)
+    assert list(other_cooldown["cosine to 10 %"][1]) == list(share.lines["cosine to 10 %"][1])
+    no_warmup = e.panels(steps=100, warmup=0, cooldown=0.5)[0].lines
+    assert no_warmup["constant"][1][0] == 1.0 and share.lines["constant"][1][0] == pytest.approx(0.1)
+    assert e.panels(steps=200, warmup=10, cooldown=0.5)[0].lines["constant"][0][-1] == 200

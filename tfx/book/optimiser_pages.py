@@ -361,7 +361,7 @@ def rate_name(lr: float) -> str:
     return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")
 
 
-# ---------------------------------------------------------------- explorers (chapters 17–19)
+# ---------------------------------------------------------------- explorers (chapters 17–20)
 def lr_curve_explorer(records, axes: dict, title: str, trace: str | None = None, every: int = 10,
                       default: dict | None = None):
     """An explorer over the recipes of a recorded learning-rate sweep (``axes``: {axis:
@@ -420,6 +420,48 @@ def quadratic_explorer(P, beta2s, epss, lr=0.01, h=1.0, steps=2000, every=10):
 
     return Explorer({"beta2": list(beta2s), "eps": list(epss)}, compute, labels={"beta2": "β₂", "eps": "ε"},
                     title="Adam on a quadratic: β₂ and ε", P=P)
+
+
+# chapter 20: the schedules after cosine, as TrainConfig defines them (lr_at), no training
+SCHEDULE_NAMES = {"constant": "constant", "cosine to 10 %": "cosine", "WSD, linear cooldown": "wsd-linear",
+                  "WSD, (1 − √) cooldown": "wsd-sqrt", "linear to zero": "linear-decay"}
+
+
+def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2, 0.4)):
+    """Chapter 20: every schedule of :data:`SCHEDULE_NAMES` for a run of ``steps`` steps with
+    ``warmup`` steps of linear warmup and a WSD cooldown over the last ``cooldown`` of the steps
+    (``tfx.nn.optim.lr_at``, the rate the trainer uses). Left: the rate as a share of the peak,
+    s_t = η_t/η. Right: the rate spent so far, Σ s_t, the 'area' that sets how far the weights
+    can move; the note gives each schedule's mean s_t over the run."""
+    from ..nn.config import TrainConfig
+    from ..nn.optim import lr_at
+    from .explorer import Explorer, Panel
+
+    def compute(steps, warmup, cooldown):
+        t = np.arange(1, steps + 1)
+        share, spent, means = {}, {}, {}
+        for name, kind in SCHEDULE_NAMES.items():
+            tc = TrainConfig(lr=1.0, steps=steps, warmup=warmup, schedule=kind,
+                             **({"cooldown_fraction": cooldown} if kind.startswith("wsd") else {}))
+            s = np.array([lr_at(int(k), tc) for k in t])
+            # about 100 points a curve keep the page small; the last step is always drawn
+            keep = np.unique(np.r_[np.arange(0, steps, max(1, steps // 100)), steps - 1])
+            share[name] = (t[keep], s[keep])
+            spent[name] = (t[keep], np.cumsum(s)[keep])
+            means[name] = s.mean()
+        return [Panel(title="rate / peak rate", x="step", y="s_t", lines=share, fixed_y=True),
+                Panel(title="rate spent so far", x="step", y="Σ s_t", lines=spent, fixed_y=False,
+                      note=(f"mean s_t: constant {means['constant']:.2f}, cosine {means['cosine to 10 %']:.2f}\n"
+                            f"WSD {means['WSD, linear cooldown']:.2f} (linear), "
+                            f"{means['WSD, (1 − √) cooldown']:.2f} (1 − √)\n"
+                            f"linear to zero {means['linear to zero']:.2f}"))]
+
+    return Explorer({"steps": list(steps), "warmup": list(warmups), "cooldown": list(cooldowns)}, compute,
+                    labels={"steps": "run length (steps)", "warmup": "warmup (steps)",
+                            "cooldown": "WSD cooldown (share of the run)"},
+                    default={"steps": steps[0], "warmup": 40 if 40 in warmups else warmups[0],
+                             "cooldown": 0.2 if 0.2 in cooldowns else cooldowns[0]},
+                    title="Five schedules: the rate at each step, and the rate spent", P=P)
 
 
 def log_z_ends(records, recipes, axis: str = "recipe") -> dict:
