@@ -26,11 +26,7 @@ OTHER_MEASURES = ("notation", "open_numbers", "open_words", "open_claim_ids", "o
 PENDING: dict[str, dict[str, str]] = {
     # open text of the built page (issue 44; targets: tools/pagecheck.py's OPEN_TARGETS)
     "02-anatomy": {
-        "open_claim_ids": "5 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: full profile",
-    },
-    "03-layernorm-jacobian": {
-        "open_claim_ids": "4 claim ids in the open prose",
     },
     "04-gradients-at-init": {
         "open_numbers": "38 numbers per 1,000 open words",
@@ -104,7 +100,6 @@ PENDING: dict[str, dict[str, str]] = {
     },
     "19-warmup-decay": {
         "open_numbers": "46 numbers per 1,000 open words",
-        "open_claim_ids": "4 claim ids in the open prose",
     },
     "failure-gallery": {
         "open_numbers": "40 numbers per 1,000 open words: the captions quote each run's numbers",
