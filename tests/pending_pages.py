@@ -69,12 +69,10 @@ PENDING: dict[str, dict[str, str]] = {
     },
     "12b-effective-depth": {
         "open_numbers": "40 numbers per 1,000 open words",
-        "open_claim_ids": "10 claim ids in the open prose",
         "open_bookkeeping": "2 in the open: GPU records, GPU records",
     },
     "13-decoder-only-lm": {
         "open_numbers": "37 numbers per 1,000 open words",
-        "open_claim_ids": "7 claim ids in the open prose",
         "open_bookkeeping": "3 in the open: experiments/lm.toml, At GPU scale, …",
     },
     "14-logits-that-grow": {
@@ -83,7 +81,6 @@ PENDING: dict[str, dict[str, str]] = {
     },
     "15-norms-after-2020": {
         "open_numbers": "36 numbers per 1,000 open words",
-        "open_claim_ids": "11 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: experiments/placements.toml",
     },
     "15b-rmsnorm-dyt": {
@@ -92,11 +89,9 @@ PENDING: dict[str, dict[str, str]] = {
     },
     "17-adam-spikes": {
         "open_numbers": "44 numbers per 1,000 open words",
-        "open_claim_ids": "10 claim ids in the open prose",
     },
     "18-mup-transfer": {
         "open_numbers": "45 numbers per 1,000 open words",
-        "open_claim_ids": "13 claim ids in the open prose",
     },
     "19-warmup-decay": {
         "open_numbers": "46 numbers per 1,000 open words",
