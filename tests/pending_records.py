@@ -11,5 +11,4 @@ BRACKET = {
 }
 # experiment -> why a sweep the evidence registry reads has no book records yet
 UNRECORDED = {
-    "spike-zoo": "300 runs (2.3 CPU-hours), being recorded; SZ-1..3's comparisons were registered first",
 }

@@ -314,22 +314,19 @@ CLAIMS = [
           "A bad batch (a document of repeated n-grams) causes a loss spike by itself.",
           "A batch of repeated n-grams injected into a healthy run raises its loss over the steps that "
           "follow, against the same run left alone; more at a higher rate.",
-          # measured in chapter 20 once spike-zoo's records land
-          ),
+          ("20-when-a-run-breaks", "{claim-SZ-1}")),
     Claim("SZ-2", "tuning-playbook,kumar2025zclip", "the Playbook's clipping advice; ZClip §3; OLMo-core's skip-step",
           "Clipping the gradient norm just above its usual size, an adaptive z-score clip and a skip-step "
           "on a z-score each rescue a run from a spike; clipping more than half of the steps means the rate "
           "is too high.",
           "Against no intervention, each lowers the loss a spike costs (what the spike costs the guarded "
           "run, against the same guarded run without it).",
-          # measured in chapter 20 once spike-zoo's records land
-          ),
+          ("20-when-a-run-breaks", "{claim-SZ-2}")),
     Claim("SZ-3", "olmo2025", "practitioners' reports of resumes (the book's 'When a run breaks' sources)",
           "Resuming a run without its optimiser state spikes the loss.",
           "A resume with fresh Adam moments at the same rate raises the loss over the steps that follow, "
           "against the same run resumed with its state (which is the run left alone: a resume is exact).",
-          # measured in chapter 20 once spike-zoo's records land
-          ),
+          ("20-when-a-run-breaks", "{claim-SZ-3}")),
     Claim("SC-2", "kalra2024warmup", "§1, §4",
           "Warmup's benefit is that the network tolerates a larger target learning rate.",
           "The best final loss with warmup is reached at a higher rate than without; at the rate that is "
