@@ -335,9 +335,10 @@ def zoo_explorer(records, experiment, profile: str, default: dict | None = None,
         s = spikes.summary(records, cause=cause, guard=guard, lr=lr)
         acted = (f"clipped {s['clipped']} of {s['steps_done']} steps, skipped {s['skipped']}, "
                  f"rollbacks {s['rollbacks']}")
-        note = (f"median cost {s['cost']:+.3f} nats, height {s['height']:+.2f}\n"
+        note = (f"injected at step {at}: median cost {s['cost']:+.3f} nats\n"
+                f"height {s['height']:+.2f} nats; "
                 f"recovered: {s['recovered']} of {s['n']} runs\n{acted}")
-        return [Panel(title=f"loss − the control's (injected at step {at})", x="step", y="nats",
+        return [Panel(title="loss − the control's loss", x="step", y="nats",
                       lines=lines, styles=styles, colors={**colors, "no difference": REFERENCE_COLOR},
                       note=note),
                 Panel(title=CURVES["grad_norm"][0], x="step", y=CURVES["grad_norm"][3], lines=norms,
