@@ -225,7 +225,8 @@ def broken_figure(P, run, control, at: int):
     for ax in (ax_l, ax_g):
         ax.axvline(at, ls="--", color="#444444", lw=0.8)
     lo = min(min(control.history.loss), min(run.history.loss))
-    ax_l.set_ylim(lo - 0.2, lo + 3.0)  # the fall after the first steps, and the spike
+    hi = max(v for v in run.history.loss[at - 1:] if math.isfinite(v))
+    ax_l.set_ylim(lo - 0.2, max(hi, lo + 3.0) + 0.3)  # the fall after the first steps, and the whole spike
     ax_g.set_yscale("log")
     ax_l.set(xlabel="step", ylabel="loss (nats/token)", title=f"η = {run.point.get('lr')}, seed {run.seed}")
     ax_g.set(xlabel="step", ylabel="gradient norm")
