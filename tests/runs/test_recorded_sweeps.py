@@ -51,6 +51,9 @@ def test_learning_rate_grids_bracket_each_groups_best_rate(name):
         pytest.skip(f"{name} has no learning-rate axis")
     if name in RATES_FROM:
         pytest.skip(f"{name} runs rates picked from {RATES_FROM[name][0]}'s bracketed grid (tested below)")
+    if name in RECIPE_RATE_FROM:
+        pytest.skip(f"{name} runs its recipe's best rate from {RECIPE_RATE_FROM[name][0]}'s bracketed grid "
+                    "and a multiple of it, not a grid (tested below)")
     groups = effects.groups(recs)
     edge = effects.unbracketed(recs)
     ok = 1 - len(edge) / len(groups)
@@ -88,3 +91,22 @@ def test_a_sweep_of_picked_rates_holds_its_sources_best_rate(name):
         want = best.lr
         assert want in lr_of(results.select(recs, architecture=arch, warmup=warmup)), (
             f"{name}: {arch}, {warmup}: runs {sorted(lr_of(recs))}, not {source}'s best rate {want}")
+
+
+# sweeps that run one recipe at its best rate from another sweep's bracketed grid and at a
+# multiple of it (the spike zoo: where a spike costs more), not a grid that seeks a best rate
+RECIPE_RATE_FROM = {
+    "spike-zoo": ("op-warmup-decay", {"recipe": "warmup 40"}),  # chapter 20, SZ-1..3
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPE_RATE_FROM))
+def test_a_sweep_at_its_recipes_best_rate_runs_that_rate_as_its_lowest(name):
+    source, point = RECIPE_RATE_FROM[name]
+    recs = results.load(name, "book", ROOT / "results")
+    if not recs:
+        pytest.skip(f"results/{name}.book.jsonl is not recorded yet")
+    best = effects.best_rate(results.load(source, "book", ROOT / "results"), **point)
+    assert best.bracketed, f"{source} {point}: its best rate is at the grid's edge"
+    assert min(r.train_config.lr for r in recs) == best.lr, (
+        f"{name}: lowest rate {min(r.train_config.lr for r in recs)}, not {source}'s best {best.lr}")
