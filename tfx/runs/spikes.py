@@ -110,9 +110,9 @@ def control_of(records, rec):
 
 def summary(records, **point) -> dict:
     """What the runs of ``records`` at grid ``point`` (one cause, guard and rate; every seed)
-    show against their controls: the median ``height``, ``cost`` and recovery ``steps`` (each
-    censored run at its last step), how many ``recovered`` of ``n`` runs, and what the guard did,
-    summed over the seeds: steps ``clipped`` and ``skipped`` out of ``steps`` taken, and
+    show against their controls: the median ``height`` and ``cost``, how many ``recovered`` of
+    ``n`` runs (:func:`recovery`), and what the guard did,
+    summed over the seeds: steps ``clipped`` and ``skipped`` out of ``steps_done``, and
     ``rollbacks``."""
     from .results import select
 
@@ -125,7 +125,6 @@ def summary(records, **point) -> dict:
     return {"n": len(runs),
             "height": statistics.median(height(h, c, at) for h, c in pairs),
             "cost": statistics.median(cost(h, c, at) for h, c in pairs),
-            "steps": statistics.median(s for s, _ in rec),
             "recovered": sum(ok for _, ok in rec),
             "clipped": sum(h.steps_clipped for h, _ in pairs),
             "skipped": sum(h.steps_skipped for h, _ in pairs),
