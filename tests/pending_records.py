@@ -11,4 +11,5 @@ BRACKET = {
 }
 # experiment -> why a sweep the evidence registry reads has no book records yet
 UNRECORDED = {
+    "schedules": "250 runs (3.9 CPU-hours), being recorded; SC-1's comparisons were registered first",
 }

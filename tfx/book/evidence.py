@@ -571,6 +571,27 @@ COMPARISONS += [
     Comparison("SC-2", "at the rate that is best without warmup, 40 steps of warmup change the final loss by "
                        "less than 0.05 nats", "warmup-rate", "warmup", "warmup 40", "no warmup", "equal",
                at_rate_of="no warmup", margin=0.05, expected="reproduces"),
+    # SC-1, Hägele et al. 2024 and Bergsma et al. 2025 (schedules.toml): registered, with their
+    # directions and margins, before the sweep's records were read. Each schedule at its own best
+    # rate of a grid that brackets it, at each of two run lengths (equal tokens within a length);
+    # one half per paper's statement. 'Alike' is within ±0.05 nats, the book's other 'equal'
+    # end-loss margin (SC-2, norms).
+    *[Comparison("SC-1", f"{length}: WSD with a (1 − √) cooldown ends within 0.05 nats of cosine to 10 %",
+                 "schedules", "schedule", "WSD, (1 − √) cooldown", "cosine to 10 %", "equal", {"length": length},
+                 own_rate=True, margin=0.05, part="WSD matches cosine")
+      for length in ("400 steps", "1,200 steps")],
+    *[Comparison("SC-1", f"{length}: WSD's (1 − √) cooldown ends lower than its linear cooldown", "schedules",
+                 "schedule", "WSD, (1 − √) cooldown", "WSD, linear cooldown", "lower", {"length": length},
+                 own_rate=True, part="cooldown shape")
+      for length in ("400 steps", "1,200 steps")],
+    *[Comparison("SC-1", f"{length}: linear decay to zero ends lower than cosine to 10 %", "schedules",
+                 "schedule", "linear to zero", "cosine to 10 %", "lower", {"length": length}, own_rate=True,
+                 part="decay to zero")
+      for length in ("400 steps", "1,200 steps")],
+    # Bergsma et al.'s trend: three times the tokens per parameter, a larger advantage
+    Comparison("SC-1", "linear decay to zero's advantage over cosine to 10 % is larger at 1,200 steps than at 400",
+               "schedules", "schedule", "linear to zero", "cosine to 10 %", "lower", {"length": "1,200 steps"},
+               own_rate=True, contrast={"length": "400 steps"}, part="decay to zero"),
     # SZ-1..3 (spike-zoo.toml): registered, with their directions, before the records were read.
     # 'spike cost' is the mean excess loss over the 100 steps after the injection against the same
     # seed left alone (tfx.runs.spikes); the control measures 0 against itself, so "higher than
