@@ -99,10 +99,6 @@ PENDING: dict[str, dict[str, str]] = {
     "failure-gallery": {
         "open_numbers": "40 numbers per 1,000 open words: the captions quote each run's numbers",
     },
-    "16-what-to-do": {
-        "open_claim_ids": "12 claim ids in the open prose",
-        "open_bookkeeping": "4 in the open: full profile, at GPU scale, …",
-    },
 }
 
 

@@ -29,6 +29,17 @@ def test_statuses_come_from_the_claims_vocabulary():
     assert next(r for r in rows if r.id == "TF-3").status == synthesis.CONTEXT
 
 
+def test_the_committed_closing_chapter_shows_every_claims_current_status():
+    """Chapter 16 reads the statuses the other chapters glued when it runs: one re-executed
+    (or a claim added) after it ran leaves its table stale, which this names: re-execute
+    book/16-what-to-do.ipynb."""
+    chapter = claims.ROOT / "book" / "16-what-to-do.ipynb"
+    current = {r.id: r.status for r in synthesis.verdicts()}
+    shown = {i: claims.glued_text(chapter, f"syn-status-{i.lower()}") for i in current}
+    stale = {i: (shown[i], s) for i, s in current.items() if shown[i] != s}
+    assert not stale, f"chapter 16 shows stale statuses, (shown, current) (re-execute it): {stale}"
+
+
 def test_a_status_outside_the_vocabulary_is_refused(monkeypatch):
     monkeypatch.setattr(claims, "statuses", lambda root: {"LN-1": ("03-layernorm-jacobian", "works")})
     with pytest.raises(ValueError, match="LN-1.*works"):
