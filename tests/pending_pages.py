@@ -28,10 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "04-gradients-at-init": {
-        "open_numbers": "38 numbers per 1,000 open words",
-        "open_claim_ids": "13 claim ids in the open prose",
-    },
     "05-not-vanishing": {
         "open_claim_ids": "14 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: quick profile",
