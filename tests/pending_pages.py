@@ -28,10 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "06-amplification": {
-        "open_numbers": "40 numbers per 1,000 open words",
-        "open_claim_ids": "10 claim ids in the open prose",
-    },
     "07-admin": {
         "open_claim_ids": "14 claim ids in the open prose",
     },
