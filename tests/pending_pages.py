@@ -28,9 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "07-admin": {
-        "open_claim_ids": "14 claim ids in the open prose",
-    },
     "08-t-fixup": {
         "open_claim_ids": "27 claim ids in the open prose",
         "open_bookkeeping": "2 in the open: experiments/t-fixup, full profile",
