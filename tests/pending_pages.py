@@ -28,10 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "08-t-fixup": {
-        "open_claim_ids": "27 claim ids in the open prose",
-        "open_bookkeeping": "2 in the open: experiments/t-fixup, full profile",
-    },
     "09-lipschitz-init": {
         "open_numbers": "36 numbers per 1,000 open words",
         "open_claim_ids": "18 claim ids in the open prose",
