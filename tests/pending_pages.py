@@ -28,11 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "09-lipschitz-init": {
-        "open_numbers": "36 numbers per 1,000 open words",
-        "open_claim_ids": "18 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: experiments/lipschitz",
-    },
     "10-rezero-deepnorm": {
         "open_numbers": "40 numbers per 1,000 open words",
         "open_claim_ids": "15 claim ids in the open prose",
