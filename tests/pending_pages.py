@@ -28,30 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "04-gradients-at-init": {
-        "open_numbers": "38 numbers per 1,000 open words",
-        "open_claim_ids": "13 claim ids in the open prose",
-    },
-    "05-not-vanishing": {
-        "open_claim_ids": "14 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: quick profile",
-    },
-    "06-amplification": {
-        "open_numbers": "40 numbers per 1,000 open words",
-        "open_claim_ids": "10 claim ids in the open prose",
-    },
-    "07-admin": {
-        "open_claim_ids": "14 claim ids in the open prose",
-    },
-    "08-t-fixup": {
-        "open_claim_ids": "27 claim ids in the open prose",
-        "open_bookkeeping": "2 in the open: experiments/t-fixup, full profile",
-    },
-    "09-lipschitz-init": {
-        "open_numbers": "36 numbers per 1,000 open words",
-        "open_claim_ids": "18 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: experiments/lipschitz",
-    },
     "10-rezero-deepnorm": {
         "open_numbers": "40 numbers per 1,000 open words",
         "open_claim_ids": "15 claim ids in the open prose",
