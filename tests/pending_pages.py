@@ -52,11 +52,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_claim_ids": "18 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: experiments/lipschitz",
     },
-    "10-rezero-deepnorm": {
-        "open_numbers": "40 numbers per 1,000 open words",
-        "open_claim_ids": "15 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: experiments/schemes",
-    },
     "11-warmup-adam": {
         "open_numbers": "42 numbers per 1,000 open words",
         "open_claim_ids": "16 claim ids in the open prose",
