@@ -52,11 +52,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_claim_ids": "18 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: experiments/lipschitz",
     },
-    "11-warmup-adam": {
-        "open_numbers": "42 numbers per 1,000 open words",
-        "open_claim_ids": "16 claim ids in the open prose",
-        "open_bookkeeping": "2 in the open: full profile, At GPU scale",
-    },
     "12-depth-with-warmup": {
         "open_numbers": "62 numbers per 1,000 open words",
         "open_claim_ids": "36 claim ids in the open prose",
