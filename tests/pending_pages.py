@@ -65,10 +65,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_numbers": "37 numbers per 1,000 open words",
         "open_bookkeeping": "3 in the open: experiments/lm.toml, At GPU scale, …",
     },
-    "14-logits-that-grow": {
-        "open_claim_ids": "17 claim ids in the open prose",
-        "open_bookkeeping": "3 in the open: experiments/logits.toml, At GPU scale, …",
-    },
     "15-norms-after-2020": {
         "open_numbers": "36 numbers per 1,000 open words",
         "open_bookkeeping": "1 in the open: experiments/placements.toml",
