@@ -69,10 +69,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_numbers": "36 numbers per 1,000 open words",
         "open_bookkeeping": "1 in the open: experiments/placements.toml",
     },
-    "15b-rmsnorm-dyt": {
-        "open_claim_ids": "10 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: experiments/norms.toml",
-    },
     "17-adam-spikes": {
         "open_numbers": "44 numbers per 1,000 open words",
     },
