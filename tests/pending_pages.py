@@ -61,10 +61,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_numbers": "40 numbers per 1,000 open words",
         "open_bookkeeping": "2 in the open: GPU records, GPU records",
     },
-    "13-decoder-only-lm": {
-        "open_numbers": "37 numbers per 1,000 open words",
-        "open_bookkeeping": "3 in the open: experiments/lm.toml, At GPU scale, …",
-    },
     "15-norms-after-2020": {
         "open_numbers": "36 numbers per 1,000 open words",
         "open_bookkeeping": "1 in the open: experiments/placements.toml",
