@@ -61,10 +61,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_numbers": "40 numbers per 1,000 open words",
         "open_bookkeeping": "2 in the open: GPU records, GPU records",
     },
-    "15-norms-after-2020": {
-        "open_numbers": "36 numbers per 1,000 open words",
-        "open_bookkeeping": "1 in the open: experiments/placements.toml",
-    },
     "17-adam-spikes": {
         "open_numbers": "44 numbers per 1,000 open words",
     },
