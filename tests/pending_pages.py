@@ -57,10 +57,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_claim_ids": "36 claim ids in the open prose",
         "open_bookkeeping": "13 in the open: 7beb529fcb9e, experiments/warmup-axis-low, …",
     },
-    "12b-effective-depth": {
-        "open_numbers": "40 numbers per 1,000 open words",
-        "open_bookkeeping": "2 in the open: GPU records, GPU records",
-    },
     "17-adam-spikes": {
         "open_numbers": "44 numbers per 1,000 open words",
     },
