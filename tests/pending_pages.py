@@ -28,36 +28,6 @@ PENDING: dict[str, dict[str, str]] = {
     "02-anatomy": {
         "open_bookkeeping": "1 in the open: full profile",
     },
-    "10-rezero-deepnorm": {
-        "open_numbers": "40 numbers per 1,000 open words",
-        "open_claim_ids": "15 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: experiments/schemes",
-    },
-    "11-warmup-adam": {
-        "open_numbers": "42 numbers per 1,000 open words",
-        "open_claim_ids": "16 claim ids in the open prose",
-        "open_bookkeeping": "2 in the open: full profile, At GPU scale",
-    },
-    "12b-effective-depth": {
-        "open_numbers": "40 numbers per 1,000 open words",
-        "open_bookkeeping": "2 in the open: GPU records, GPU records",
-    },
-    "13-decoder-only-lm": {
-        "open_numbers": "37 numbers per 1,000 open words",
-        "open_bookkeeping": "3 in the open: experiments/lm.toml, At GPU scale, …",
-    },
-    "14-logits-that-grow": {
-        "open_claim_ids": "17 claim ids in the open prose",
-        "open_bookkeeping": "3 in the open: experiments/logits.toml, At GPU scale, …",
-    },
-    "15-norms-after-2020": {
-        "open_numbers": "36 numbers per 1,000 open words",
-        "open_bookkeeping": "1 in the open: experiments/placements.toml",
-    },
-    "15b-rmsnorm-dyt": {
-        "open_claim_ids": "10 claim ids in the open prose",
-        "open_bookkeeping": "1 in the open: experiments/norms.toml",
-    },
     "17-adam-spikes": {
         "open_numbers": "44 numbers per 1,000 open words",
     },
