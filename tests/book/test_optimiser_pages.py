@@ -78,3 +78,37 @@ def test_schedule_explorer_draws_lr_at_and_each_control_changes_it():
     no_warmup = e.panels(steps=100, warmup=0, cooldown=0.5)[0].lines
     assert no_warmup["constant"][1][0] == 1.0 and share.lines["constant"][1][0] == pytest.approx(0.1)
     assert e.panels(steps=200, warmup=10, cooldown=0.5)[0].lines["constant"][0][-1] == 200
+
+
+def test_every_schedule_has_one_colour_on_every_figure():
+    """A schedule looks the same on the explorer and the recorded sweep's figure: its colour
+    comes from the one registry (tfx.book.plot.COLORS, under the trainer's schedule name)."""
+    from tfx.book.plot import COLORS
+    from tfx.nn.config import SCHEDULES
+
+    assert set(pages.SCHEDULE_NAMES.values()) <= set(SCHEDULES)
+    assert pages.SCHEDULE_COLORS == {n: COLORS[k] for n, k in pages.SCHEDULE_NAMES.items()}
+    assert len(set(pages.SCHEDULE_COLORS.values())) == len(pages.SCHEDULE_NAMES)
+    e = pages.schedule_explorer(None, steps=(100,), warmups=(10,), cooldowns=(0.2,))
+    assert all(p.colors == pages.SCHEDULE_COLORS for p in e.panels(steps=100, warmup=10, cooldown=0.2))
+
+
+def test_schedules_figure_draws_each_schedule_at_each_length_from_the_records():
+    """SC-1's figure, from the recorded quick sweep: one panel per run length, one median
+    curve per schedule over the peak rates, in the schedule's colour."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from tfx.book import evidence
+    from tfx.runs.profiles import get_profile
+
+    recs = evidence.records("schedules", "quick")
+    fig = pages.schedules_figure(get_profile("quick", check_task=False), recs)
+    axes = fig.axes
+    assert [a.get_title() for a in axes] == ["400 steps", "1,200 steps"]
+    for ax in axes:
+        medians = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+        for name, c in pages.SCHEDULE_COLORS.items():
+            assert to_hex(medians[name].get_color()) == c
+            assert len(medians[name].get_xdata()) == len({r.point["lr"] for r in recs})
+    plt.close(fig)

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from ..theory import optimiser as O
-from .plot import figure
+from .plot import color, figure
 
 # chapter 17: a spike agrees with its prediction when the observed onset is within 3 % of the
 # predicted distance from the start of v's decay (t₀), plus one step
@@ -425,6 +425,28 @@ def quadratic_explorer(P, beta2s, epss, lr=0.01, h=1.0, steps=2000, every=10):
 # chapter 20: the schedules after cosine, as TrainConfig defines them (lr_at), no training
 SCHEDULE_NAMES = {"constant": "constant", "cosine to 10 %": "cosine", "WSD, linear cooldown": "wsd-linear",
                   "WSD, (1 − √) cooldown": "wsd-sqrt", "linear to zero": "linear-decay"}
+# one colour per schedule on every figure and explorer (tfx.book.plot.COLORS)
+SCHEDULE_COLORS = {name: color(kind) for name, kind in SCHEDULE_NAMES.items()}
+
+
+def schedules_figure(P, records, lengths=None, axis: str = "schedule", length_axis: str = "length"):
+    """Chapter 20 (SC-1): the held-out loss at the end against the peak rate, one panel per run
+    length (``lengths``: the records' own, in grid order), each schedule of
+    :data:`SCHEDULE_NAMES` the records hold (:func:`tfx.book.plot.lr_curves`: every seed thin,
+    the median bold). A schedule is judged at the bottom of its own curve, so a schedule that
+    tolerates a higher peak is not penalised at a rate that suits another."""
+    from ..runs.results import select
+    from .plot import lr_curves
+
+    lengths = list(lengths or dict.fromkeys(r.point[length_axis] for r in records))
+    names = [n for n in SCHEDULE_NAMES if any(r.point.get(axis) == n for r in records)]
+    fig, axes = figure(P, ncols=len(lengths), width=4.2 * len(lengths) + 2.4,
+                       task=records[0].task if records else None, squeeze=False)
+    for ax, length in zip(axes[0], lengths):
+        lr_curves(ax, select(records, **{length_axis: length}), names, title=length, axis=axis,
+                  colors=SCHEDULE_COLORS)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    return fig
 
 
 def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2, 0.4)):
@@ -449,8 +471,10 @@ def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2
             share[name] = (t[keep], s[keep])
             spent[name] = (t[keep], np.cumsum(s)[keep])
             means[name] = s.mean()
-        return [Panel(title="rate / peak rate", x="step", y="s_t", lines=share, fixed_y=True),
+        return [Panel(title="rate / peak rate", x="step", y="s_t", lines=share, fixed_y=True,
+                      colors=SCHEDULE_COLORS),
                 Panel(title="rate spent so far", x="step", y="Σ s_t", lines=spent, fixed_y=False,
+                      colors=SCHEDULE_COLORS,
                       note=(f"mean s_t: constant {means['constant']:.2f}, cosine {means['cosine to 10 %']:.2f}\n"
                             f"WSD {means['WSD, linear cooldown']:.2f} (linear), "
                             f"{means['WSD, (1 − √) cooldown']:.2f} (1 − √)\n"

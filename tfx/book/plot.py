@@ -18,6 +18,9 @@ COLORS = {
     "post": "#d62728", "pre": "#1f77b4", "admin": "#2ca02c", "rezero": "#9467bd",
     "deepnorm": "#ff7f0e", "none": "#7f7f7f", "t-fixup": "#8c564b", "lipschitz": "#e377c2",
     "adam": "#1f77b4", "sgd": "#d62728",
+    # the learning-rate schedules of tfx.nn.config (chapter 20: figure and explorer alike)
+    "constant": "#444444", "cosine": "#17becf", "wsd-linear": "#bcbd22", "wsd-sqrt": "#e377c2",
+    "linear-decay": "#8c564b",
 }
 # How a figure names each scheme of tfx.nn.config.SCHEMES (the same keys).
 LABELS = {
