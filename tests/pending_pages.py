@@ -25,9 +25,6 @@ OTHER_MEASURES = ("notation", "open_numbers", "open_words", "open_claim_ids", "o
 
 PENDING: dict[str, dict[str, str]] = {
     # open text of the built page (issue 44; targets: tools/pagecheck.py's OPEN_TARGETS)
-    "02-anatomy": {
-        "open_bookkeeping": "1 in the open: full profile",
-    },
     "10-rezero-deepnorm": {
         "open_numbers": "40 numbers per 1,000 open words",
         "open_claim_ids": "15 claim ids in the open prose",
