@@ -55,9 +55,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_claim_ids": "10 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: experiments/norms.toml",
     },
-    "18-mup-transfer": {
-        "open_numbers": "45 numbers per 1,000 open words",
-    },
     "19-warmup-decay": {
         "open_numbers": "46 numbers per 1,000 open words",
     },
