@@ -55,9 +55,6 @@ PENDING: dict[str, dict[str, str]] = {
         "open_claim_ids": "10 claim ids in the open prose",
         "open_bookkeeping": "1 in the open: experiments/norms.toml",
     },
-    "failure-gallery": {
-        "open_numbers": "40 numbers per 1,000 open words: the captions quote each run's numbers",
-    },
 }
 
 
