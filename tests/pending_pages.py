@@ -25,21 +25,6 @@ OTHER_MEASURES = ("notation", "open_numbers", "open_words", "open_claim_ids", "o
 
 PENDING: dict[str, dict[str, str]] = {
     # open text of the built page (issue 44; targets: tools/pagecheck.py's OPEN_TARGETS)
-    "02-anatomy": {
-        "open_bookkeeping": "1 in the open: full profile",
-    },
-    "17-adam-spikes": {
-        "open_numbers": "44 numbers per 1,000 open words",
-    },
-    "18-mup-transfer": {
-        "open_numbers": "45 numbers per 1,000 open words",
-    },
-    "19-warmup-decay": {
-        "open_numbers": "46 numbers per 1,000 open words",
-    },
-    "failure-gallery": {
-        "open_numbers": "40 numbers per 1,000 open words: the captions quote each run's numbers",
-    },
 }
 
 
