@@ -1,12 +1,12 @@
 # tfx-book: build the book and run every test.
 #   make book           build _build/html, executing notebooks through the cache
-#   make test           unit tests + nbval on every notebook (TFX_PROFILE=quick) + browser test + the book
-#                       built with -W from nbval's executed outputs + colab-check
+#   make test           unit tests + browser test + nbval on every notebook (TFX_PROFILE=quick) from the
+#                       built wheel in a clean venv (colab-check) + the book built with -W from its outputs
 #   make book-rendered  build _build/html from the committed outputs (no execution)
 #   make browser-deps   install Debian's chromium for the browser test (root)
 #   make notebooks      re-execute book/**/*.ipynb in place, saving outputs + widget state
 #                       (one notebook: make notebooks NB=book/03-x.ipynb; profile from TFX_PROFILE)
-#   make colab-check    every notebook from the built wheel in a clean venv, from an empty folder (quick)
+#   make colab-check    nbval on every notebook from the built wheel in a clean venv, from an empty folder (quick)
 #   make gpu-results    the GPU half: every experiment's full profile, in priority order, within BUDGET minutes
 #   make gpu-plan       print that plan: each experiment, its runs, their estimated minutes, the total (trains nothing)
 #   make gpu-wheels     the wheels a bare GPU machine lacks, into .gpu-wheels/ (carry it; scripts/gpu_burst.sh)
@@ -92,18 +92,20 @@ book-rendered: $(STAMP)
 page-report: $(STAMP)
 	$(BIN)/python tools/pagecheck.py --open-text
 
-# Every test: unit tests, nbval on every notebook, the browser test over the
-# rendered book. pytest collecting nothing (exit 5) is a failure like any other.
-# TEST_WORKERS: pytest processes (pytest-xdist); a notebook's cells stay in one (--dist loadfile).
+# Every test: the unit tests and the browser test over the rendered book (tests/), then nbval
+# on every notebook, run where a Colab reader runs it (colab-check: the built wheel in a clean
+# venv, each notebook from an empty folder), then the book built with -W from the outputs
+# nbval just produced. Each chapter executes once. pytest collecting nothing (exit 5) fails.
+# TEST_WORKERS: pytest processes (pytest-xdist) and notebooks executed at once.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 test: export TFX_PROFILE ?= quick
 test: book-rendered browser-deps-if-possible
-	@echo "==> pytest (TFX_PROFILE=$$TFX_PROFILE, $(TEST_WORKERS) workers)"
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	@echo "==> pytest tests/ (TFX_PROFILE=$$TFX_PROFILE, $(TEST_WORKERS) workers)"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
+	@echo "==> nbval on every notebook, from the built wheel in a clean venv, each from an empty folder"
+	$(BIN)/python scripts/colab_check.py --jobs $(TEST_WORKERS)
 	@echo "==> the book built with -W from the outputs nbval just produced (a warning only executed outputs give)"
 	$(BIN)/python scripts/executed_build.py
-	@echo "==> colab-check: every notebook from the built wheel, in a clean venv, from an empty folder"
-	$(BIN)/python scripts/colab_check.py --jobs $(TEST_WORKERS)
 
 browser-deps:
 	@if [ -x $(CHROMIUM) ]; then echo "$(CHROMIUM) present"; else \

@@ -1,12 +1,24 @@
-"""Run every chapter the way a Colab reader does: from a non-editable install of the built
-wheel, in a clean virtual environment holding only what Colab has (torch, numpy,
-matplotlib, sympy, ipywidgets, ipykernel), each notebook executed from an empty folder
-with no checkout beside it, in the quick profile.
+"""Run every chapter the way a Colab reader does, and test it there with nbval: from a
+non-editable install of the built wheel, in a clean virtual environment holding only what
+Colab has (torch, numpy, matplotlib, sympy, ipywidgets, ipykernel, at the versions
+requirements.txt pins), each notebook executed from an empty folder with no checkout beside
+it, in the quick profile.
 
     python scripts/colab_check.py                 # every notebook in book/ (make colab-check)
     python scripts/colab_check.py book/11-*.ipynb # some
 
-Exit status 1, naming the notebooks and their errors, if any fails. Uses the machine's
+First every module of the installed ``tfx`` is imported in that venv as Colab has it, so a
+dependency the wheel forgot to declare fails here. Then the test runner joins it (pytest,
+nbval, and myst-nb, whose ``glue`` records the numbers the prose reads; on Colab ``glue`` is a
+no-op), and each notebook runs once, under ``pytest --nbval-lax``: it must run top to bottom, the cells
+tagged ``nbval-check-output`` must reproduce their committed outputs, and the repository's
+``conftest.py`` (copied beside it: it imports only the installed ``tfx``) checks that every
+glued name the prose uses was glued and saves the executed notebook under
+``_build/executed/book/`` (``TFX_EXECUTED_DIR``), which ``scripts/executed_build.py`` builds
+with ``-W``. So ``make test`` executes each chapter once, here, not once for nbval in the
+checkout and again for the Colab check.
+
+Exit status 1, naming the notebooks and their failures, if any fails. Uses the machine's
 pip (the pinned torch==2.13.0 from requirements.txt; no CUDA download).
 """
 from __future__ import annotations
@@ -22,14 +34,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COLAB = ["numpy", "matplotlib", "sympy", "ipywidgets", "ipykernel", "nbclient"]  # + torch, pinned below
-
-RUNNER = r"""
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=False).execute()
+COLAB = ["numpy", "matplotlib", "sympy", "ipywidgets", "ipykernel"]  # + torch, pinned below
+TESTS = ["pytest", "nbval", "myst-nb"]  # the runner, not something a chapter imports
+IMPORT_ALL = r"""
+import importlib, pkgutil, tfx
+for m in pkgutil.walk_packages(tfx.__path__, "tfx."):
+    importlib.import_module(m.name)
 """
+EXECUTED = Path(os.environ.get("TFX_EXECUTED_DIR", ROOT / "_build" / "executed")) / "book"
 
 
 def pinned_torch() -> str:
@@ -62,21 +74,29 @@ def main(argv=None) -> int:
         print("==> a clean venv with what Colab has, then the wheel (non-editable)", flush=True)
         sh(sys.executable, "-m", "venv", work / "venv")
         py = work / "venv" / "bin" / "python"
-        sh(py, "-m", "pip", "install", "-q", pinned_torch(), *COLAB, stdout=subprocess.DEVNULL)
+        pins = ["-c", ROOT / "requirements.txt", "-c", ROOT / "constraints.txt"]
+        sh(py, "-m", "pip", "install", "-q", *pins, pinned_torch(), *COLAB, stdout=subprocess.DEVNULL)
         sh(py, "-m", "pip", "install", "-q", wheel, stdout=subprocess.DEVNULL)
         env.update(PATH=f"{py.parent}{os.pathsep}{env.get('PATH', '')}", TFX_PROFILE="quick",
-                   MPLBACKEND="Agg", PIP_DISABLE_PIP_VERSION_CHECK="1")
+                   MPLBACKEND="Agg", PIP_DISABLE_PIP_VERSION_CHECK="1", TFX_EXECUTED_DIR=str(EXECUTED))
         where = subprocess.run([py, "-c", "import tfx; print(tfx.__file__)"], cwd=work, env=env,
                                capture_output=True, text=True, check=True).stdout.strip()
         assert str(ROOT) not in where, f"tfx imported from the checkout ({where}), not the install"
         print(f"    tfx from {where}", flush=True)
+        print("==> every tfx module imports with only what Colab has", flush=True)
+        sh(py, "-c", IMPORT_ALL, cwd=work, env=env)
+        print("==> the test runner: " + ", ".join(TESTS), flush=True)
+        sh(py, "-m", "pip", "install", "-q", *pins, *TESTS, stdout=subprocess.DEVNULL)
 
         def execute(nb: Path):
             folder = work / "run" / nb.stem  # empty: no checkout, no experiments/, no results/
             folder.mkdir(parents=True)
             shutil.copy(nb, folder / nb.name)
+            shutil.copy(ROOT / "conftest.py", folder / "conftest.py")  # the glued-names check
             t0 = time.perf_counter()
-            r = subprocess.run([py, "-c", RUNNER, nb.name], cwd=folder, env=env, capture_output=True, text=True)
+            r = subprocess.run([py, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q",
+                                "-p", "no:cacheprovider", nb.name],
+                               cwd=folder, env=env, capture_output=True, text=True)
             return nb, r, time.perf_counter() - t0
 
         from concurrent.futures import ThreadPoolExecutor
@@ -88,11 +108,11 @@ def main(argv=None) -> int:
                 print(f"{'ok  ' if ok else 'FAIL'} {nb.name} ({took:.0f} s)", flush=True)
                 if not ok:
                     failed.append(nb.name)
-                    print("\n".join(r.stderr.strip().splitlines()[-25:]), flush=True)
+                    print("\n".join((r.stdout + r.stderr).strip().splitlines()[-40:]), flush=True)
         if failed:
             print(f"colab-check: {len(failed)} of {len(notebooks)} notebooks failed: {', '.join(failed)}")
             return 1
-        print(f"colab-check: all {len(notebooks)} notebooks ran from the wheel in an empty folder")
+        print(f"colab-check: all {len(notebooks)} notebooks passed nbval from the wheel in an empty folder")
         return 0
     finally:
         if args.keep:
