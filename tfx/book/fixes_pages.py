@@ -19,7 +19,8 @@ import numpy as np
 
 from ..runs import outcome, results, sensitivity
 from .explorer import Explorer
-from .notebook import glue, glue_figure
+from .evidence import seed_cells
+from .notebook import glue, glue_figure, md_table
 from .plot import color, effects_plot, figure
 from .sweep_explorers import _stamp, cell_panels, grid_axes
 
@@ -401,12 +402,9 @@ def v1_scales_figure(P, scales: dict, depth: int):
 def interval_std_table(mc: dict, intervals, names) -> str:
     """A GFM table of σ/(b − a) for each distribution (rows) on each interval (columns), from
     ``bounds.std_on_interval_monte_carlo``."""
-    head = "| distribution | " + " | ".join(f"[{a:g}, {b:g}]" for a, b in intervals) + " |"
-    rows = [head, "|---|" + "---|" * len(intervals)]
-    for name in names:
-        rows.append(f"| {name} | " + " | ".join(f"{mc[iv][name]['over_paper']:.4f}" for iv in intervals)
-                    + " |")
-    return "\n".join(rows)
+    return md_table(["distribution", *(f"[{a:g}, {b:g}]" for a, b in intervals)],
+                    [[name, *(f"{mc[iv][name]['over_paper']:.4f}" for iv in intervals)]
+                     for name in names])
 
 
 def interval_std_figure(P, rand, mc0: dict, names):
@@ -494,19 +492,19 @@ def deepnorm_constants_table(pairs) -> tuple[str, dict]:
     from ..nn import constants
     from ..theory import scaling
 
-    rows = ["| N | M | stack | α | κ, paper | κ, torchscale | 2α²κ², paper | 2α²κ², torchscale |",
-            "|---|---|---|---|---|---|---|---|"]
-    enc = None
+    rows, enc = [], None
     for N, M in pairs:
         c = {conv: constants.deepnorm_constants(N, M, conv) for conv in constants.DEEPNORM_CONVENTIONS}
         for stack in c["paper"]:
             a, kp, kt = c["paper"][stack]["alpha"], c["paper"][stack]["beta"], c["torchscale"][stack]["beta"]
             bp, bt = float(scaling.deepnorm_balance(a, kp)), float(scaling.deepnorm_balance(a, kt))
-            rows.append(f"| {N} | {M} | {stack} | {a:.3f} | {kp:.4f} | {kt:.4f} | {bp:.3f} | {bt:.3f} |")
+            rows.append([N, M, stack, f"{a:.3f}", f"{kp:.4f}", f"{kt:.4f}", f"{bp:.3f}",
+                         f"{bt:.3f}"])
             if enc is None and stack == "encoder" and M > 0:
                 enc = {"alpha": a, "kappa_paper": kp, "kappa_torchscale": kt,
                        "balance_paper": bp, "balance_torchscale": bt}
-    return "\n".join(rows), enc
+    return md_table(["N", "M", "stack", "α", "κ, paper", "κ, torchscale", "2α²κ², paper",
+                     "2α²κ², torchscale"], rows), enc
 
 
 def diagnostics_figure(P, diag, schemes, depth: int):
@@ -586,12 +584,11 @@ def diagnostics_table(table: dict) -> str:
     """A GFM table of the init-time diagnostics at one depth, one row per scheme."""
     from .plot import LABELS
 
-    rows = ["| scheme | rel. ‖ΔF‖², random δ | rel. ‖ΔF‖², one Adam step | Σβ²_ii | decoder gradient, "
-            "bottom/top |", "|---|---|---|---|---|"]
-    for s, d in table.items():
-        rows.append(f"| {LABELS[s]} | {d.rel_out_change:.3g} | {d.rel_out_change_adam:.3g} | "
-                    f"{d.sum_beta_diag_sq:.2f} | {d.grad_spread['decoder']:.3g} |")
-    return "\n".join(rows)
+    return md_table(["scheme", "rel. ‖ΔF‖², random δ", "rel. ‖ΔF‖², one Adam step", "Σβ²_ii",
+                     "decoder gradient, bottom/top"],
+                    [[LABELS[s], f"{d.rel_out_change:.3g}", f"{d.rel_out_change_adam:.3g}",
+                      f"{d.sum_beta_diag_sq:.2f}", f"{d.grad_spread['decoder']:.3g}"]
+                     for s, d in table.items()])
 
 
 def label_effect(records, a: str, b: str, expect: str):
@@ -636,14 +633,8 @@ def outcomes_by_label(records) -> str:
     and outcome (:mod:`tfx.runs.outcome`), and the counts."""
     from ..runs.sweep import by_label
 
-    rows = ["| scheme | held-out loss at the end, per seed (nats) | outcomes |", "|---|---|---|"]
-    for label, recs in by_label(records).items():
-        s = outcome.summarize(recs)
-        losses = " / ".join("diverged" if v == "diverged" else f"{x:.2f}"
-                            for v, x in zip(s["verdicts"], s["losses"]))
-        counts = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
-        rows.append(f"| {label} | {losses} | {counts} |")
-    return "\n".join(rows)
+    return md_table(["scheme", "held-out loss at the end, per seed (nats)", "outcomes"],
+                    [[label, *seed_cells(recs)] for label, recs in by_label(records).items()])
 
 
 def convention_effect(records, label: str, task, convention: str = "torchscale"):
