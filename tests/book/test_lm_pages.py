@@ -20,18 +20,18 @@ def _stamp_text(fig) -> str:
     return " ".join(t.get_text() for t in fig.texts)
 
 
-def test_evidence_rows_are_a_table_with_one_row_per_comparison_and_its_verdict():
+def test_evidence_table_is_a_table_with_one_row_per_comparison_and_its_verdict():
     resolved = _effect([2.0, 2.1, 2.2], [1.0, 1.05, 1.1])
     unresolved = _effect([1.0, 1.3, 0.9], [1.1, 1.0, 1.0])
     pairs = [(SimpleNamespace(says="Post-LN ends higher without warmup"), resolved),
              (SimpleNamespace(says="a contrast"), unresolved)]
-    lines = lm_pages.evidence_rows(pairs).splitlines()
+    lines = lm_pages.evidence_table(pairs).splitlines()
     assert lines[0].startswith("| comparison |") and lines[1].startswith("|---")
     assert len(lines) == 4
     assert lines[2].startswith("| Post-LN ends higher without warmup |")
     assert lines[2].endswith("| reproduces |") and "(fewer than 5)" in lines[2]
     assert lines[3].endswith(f"| {unresolved.verdict} |") and unresolved.verdict != "reproduces"
-    assert '"' not in lm_pages.evidence_rows(pairs)  # a table, not quoted verdict strings
+    assert '"' not in lm_pages.evidence_table(pairs)  # a table, not quoted verdict strings
 
 
 def test_seed_table_has_a_column_per_seed_and_marks_a_missing_one():
