@@ -18,8 +18,9 @@ import math
 import numpy as np
 
 from ..runs import outcome, results, sensitivity
-from .explorer import Explorer
+from . import training_pages
 from .evidence import seed_cells
+from .explorer import Explorer
 from .notebook import glue, glue_figure, md_table
 from .plot import color, effects_plot, figure
 from .sweep_explorers import _stamp, cell_panels, grid_axes
@@ -73,18 +74,10 @@ def glue_effect(name: str, e, fmt=None) -> str:
 
 
 def effects_table(items, fmt=None) -> str:
-    """A GFM table of paired effects, one row per ``(label, Effect)``: the mean difference, its
-    95 % interval, how many seeds lie on the predicted side, and the verdict."""
-    fmt = fmt or _Signed
-    rows = ["| comparison | mean difference | 95 % interval | seeds on the predicted side | verdict |",
-            "|---|---|---|---|---|"]
-    for label, e in items:
-        ci = (f"{fmt.format(e.low)} to {fmt.format(e.high)}" if math.isfinite(e.low) else "—")
-        side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
-        unit = f" {e.unit}" if e.unit else ""
-        rows.append(f"| {label} | {fmt.format(e.mean)}{unit} | {ci} | {e.agreeing} of {e.n} "
-                    f"({side}) | {e.verdict} |")
-    return "\n".join(rows)
+    """:func:`tfx.book.training_pages.effects_table` (one row per ``(label, Effect)``: the mean
+    difference, its 95 % interval, how many seeds lie on the predicted side, the verdict) with
+    this module's numbers (:class:`_Signed`) and '—' where one seed gives no interval."""
+    return training_pages.effects_table(items, fmt or _Signed, no_interval="—")
 
 
 def outcomes_table(records, axis: str, variants, lr_of: dict) -> str:

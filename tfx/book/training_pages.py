@@ -36,16 +36,18 @@ def cell(text) -> str:
 
 
 # --------------------------------------------------------------------------- effects
-def _interval(e, fmt: str) -> str:
+def _interval(e, fmt: str, none: str = "none (one seed)") -> str:
     if not (math.isfinite(e.low) and math.isfinite(e.high)):
-        return "none (one seed)"
+        return none
     return f"{fmt.format(e.low)} to {fmt.format(e.high)}"
 
 
-def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison") -> str:
+def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison",
+                  no_interval: str = "none (one seed)") -> str:
     """A Markdown table of paired effects: one row per ``(label, Effect)`` with the mean
-    difference (with its unit), the 95 % interval, how many seeds fall on the side the claim
-    predicts, and the verdict (:data:`tfx.runs.effects.VERDICTS`)."""
+    difference (with its unit), the 95 % interval (``no_interval`` where one seed gives none),
+    how many seeds fall on the side the claim predicts, and the verdict
+    (:data:`tfx.runs.effects.VERDICTS`). ``fmt``: anything with a ``format`` method."""
     items = list(items)
     if not items:
         raise ValueError("items must hold at least one (label, Effect) pair")
@@ -53,7 +55,7 @@ def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison") -> str:
     for label, e in items:
         unit = f" {e.unit}" if e.unit else ""
         side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
-        rows.append([cell(label), f"{fmt.format(e.mean)}{unit}", _interval(e, fmt),
+        rows.append([cell(label), f"{fmt.format(e.mean)}{unit}", _interval(e, fmt, no_interval),
                      f"{e.agreeing} of {e.n} ({side})", e.verdict])
     return md_table([head, "mean difference", "95 % interval", "seeds on the predicted side",
                      "verdict"], rows)
