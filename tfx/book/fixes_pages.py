@@ -80,19 +80,6 @@ def effects_table(items, fmt=None) -> str:
     return training_pages.effects_table(items, fmt or _Signed, no_interval="—")
 
 
-def outcomes_table(records, axis: str, variants, lr_of: dict) -> str:
-    """A GFM table: each variant of ``axis`` at the learning rate ``lr_of[variant]``, the
-    outcome of every seed there (:mod:`tfx.runs.outcome`) and the median held-out loss."""
-    rows = [f"| {axis} | rate | outcomes of the seeds | median held-out loss at the end (nats) |",
-            "|---|---|---|---|"]
-    for v in variants:
-        s = outcome.summarize(results.select(records, **{axis: v, "lr": lr_of[v]}))
-        counts = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
-        med = "—" if math.isnan(s["median"]) else f"{s['median']:.3f}"
-        rows.append(f"| {v} | {lr_of[v]} | {counts} | {med} |")
-    return "\n".join(rows)
-
-
 # ------------------------------------------------------------------ figures
 
 
