@@ -23,7 +23,7 @@ from .evidence import seed_cells
 from .explorer import Explorer
 from .notebook import glue, glue_figure, md_table
 from .plot import color, effects_plot, figure
-from .sweep_explorers import _stamp, cell_panels, grid_axes
+from .sweep_explorers import cell_panels, grid_axes, records_stamp
 
 # Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz, schemes).
 TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": "#c49c94",
@@ -186,7 +186,7 @@ def sweep_explorer(records, experiment, profile: str, axis: str, default: dict |
                            for k, xy in panels[0].lines.items()}
         return panels
 
-    return Explorer(axes, compute, default=default, title=title, P=_stamp(records, profile),
+    return Explorer(axes, compute, default=default, title=title, P=records_stamp(records, profile),
                     labels={"lr": "learning rate"})
 
 
