@@ -22,17 +22,8 @@ import numpy as np
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_status, status_of
-from .notebook import glue, glue_figure, md_table
+from .notebook import glue, glue_figure, md, md_table
 from .plot import ARCH_COLORS, FIX_COLORS, effects_plot, figure, lr_curves
-
-
-def md(text: str):
-    """A Markdown object where IPython is present (a glued table renders), else the text."""
-    try:
-        from IPython.display import Markdown
-    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
-        return text
-    return Markdown(text)
 
 
 def fmt(values, spec: str = "{:.2f}") -> str:
