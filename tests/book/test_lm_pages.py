@@ -167,3 +167,16 @@ def test_init_takeaway_says_the_laws_hold_only_where_the_verdict_does():
     missed = lm_pages.init_takeaway(fit(True, False, True), False)
     assert missed.startswith("do not follow") and "“Pre-LN grows like ln N” fails" in missed
     assert "encoder's do not" in lm_pages.init_takeaway(fit(True, True, True), False)
+
+
+def test_the_evidence_and_sensitivity_tables_render_exactly():
+    e = _effect([2.0, 2.2], [1.0, 1.0], a="a", b="b")
+    assert lm_pages.evidence_table([(SimpleNamespace(says="x ends higher"), e)]) == (
+        "| comparison | difference (95 % interval) | seeds | verdict |\n|---|---|---|---|\n"
+        "| x ends higher | +1.10 nats (-0.17 to +2.37) | 2 (fewer than 5) | not resolved at this scale |")
+    from test_training_pages import _gpu_grid
+
+    recs = _gpu_grid({"A": 1e-3, "B": 1e-2}, {"A": 2.0, "B": 1.0}, seeds=2)
+    assert lm_pages.sensitivity_table(recs, "arch", ["A", "B"]) == (
+        "| arch | LR sensitivity (nats), median (range) | learning rates learned at, per seed |\n"
+        "|---|---|---|\n| A | 0.67 (0.67–0.67) | 3, 3 |\n| B | 1.00 (1.00–1.00) | 3, 3 |")
