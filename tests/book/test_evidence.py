@@ -239,3 +239,7 @@ def test_steps_to_the_learned_line_are_censored_at_the_budget_and_the_share_is_r
     assert evidence._steps_to_learned(slow) == 200.0  # never reached: censored at its budget
     assert evidence.reached([fast, slow]) == (1, 2)
     assert evidence.UNITS["steps to the learned line"] == "steps"
+
+
+def test_seed_cells_give_each_seeds_end_loss_and_the_outcomes():
+    assert evidence.seed_cells(_grid(BEST, FLOOR, seeds=3)[:3]) == ("2.50 / 2.51 / 2.50", "learned 3/3")

@@ -150,3 +150,17 @@ def test_every_panel_of_the_diagnostics_figure_says_which_scheme_is_which():
     assert fp.diagnostics_table(table).count("\n") == 1 + len(schemes)
     with pytest.raises(ValueError, match="schemes: the ratios need pre"):
         fp.glue_diagnostics(diag, ("post", "deepnorm"), (2, 3))
+
+
+def test_the_interval_and_diagnostics_tables_render_exactly():
+    from types import SimpleNamespace
+
+    mc = {(-1, 1): {"u": {"over_paper": 0.28867}}, (0, 2.5): {"u": {"over_paper": 0.5}}}
+    assert fp.interval_std_table(mc, [(-1, 1), (0, 2.5)], ["u"]) == (
+        "| distribution | [-1, 1] | [0, 2.5] |\n|---|---|---|\n| u | 0.2887 | 0.5000 |")
+    d = SimpleNamespace(rel_out_change=0.01234, rel_out_change_adam=1.2345e-4, sum_beta_diag_sq=3.14159,
+                        grad_spread={"decoder": 12.345})
+    assert fp.diagnostics_table({"post": d}) == (
+        "| scheme | rel. ‖ΔF‖², random δ | rel. ‖ΔF‖², one Adam step | Σβ²_ii "
+        "| decoder gradient, bottom/top |\n"
+        "|---|---|---|---|---|\n| Post-LN (Xavier) | 0.0123 | 0.000123 | 3.14 | 12.3 |")

@@ -112,3 +112,14 @@ def test_schedules_figure_draws_each_schedule_at_each_length_from_the_records():
             assert to_hex(medians[name].get_color()) == c
             assert len(medians[name].get_xdata()) == len({r.point["lr"] for r in recs})
     plt.close(fig)
+
+
+def test_the_grid_and_slope_tables_render_exactly():
+    rows = [dict(beta2=0.95, eps=1e-8, t0=120, predicted=480, onset=488, agree=True),
+            dict(beta2=0.999, eps=1e-3, t0=None, predicted=None, onset=None, agree=True)]
+    assert pages.grid_table(rows) == (
+        "| β₂ | ε | decay starts | predicted | onset seen | agree |\n|---|---|---|---|---|---|\n"
+        "| 0.95 | 1e-08 | 120 | 480 | 488 | yes |\n| 0.999 | 1e-03 | none | none | none | yes |")
+    steep = check([[1.0, 0.6], [1.1, 0.5], [0.9, 0.55]])
+    assert pages.slope_table({"standard": steep}) == (
+        "| quantity | standard |\n|---|---|\n| a | +1.00 [+0.75, +1.25] |\n| logits | +0.55 [+0.43, +0.67] |")

@@ -137,3 +137,15 @@ def test_the_table_names_a_mixed_claims_parts_and_leaves_a_plain_one_alone():
     table = synthesis.verdict_table([mixed, plain]).splitlines()
     assert "*mixed*: failure: reproduces" in table[2] and "reversed: a" in table[2]
     assert table[3].endswith("| *reproduces* | 11 |")
+
+
+def test_the_verdict_and_status_tables_render_exactly():
+    rows = [synthesis.Verdict("LN-1", "a | b", "mixed", "03-layernorm-jacobian",
+                              "init reproduces · training reversed"),
+            synthesis.Verdict("WU-2", "plain", "reproduces", "")]
+    assert synthesis.verdict_table(rows) == (
+        "| id | claim | status | chapter |\n|---|---|---|---|\n"
+        "| LN\u20111 | a \\| b | *mixed*: init reproduces · training reversed | 03 |\n"
+        "| WU\u20112 | plain | *reproduces* | — |")
+    assert synthesis.status_table(rows) == (
+        "| status | claims | ids |\n|---|---|---|\n| *reproduces* | 1 | WU-2 |\n| *mixed* | 1 | LN-1 |")

@@ -339,3 +339,23 @@ def test_gpu_parts_judge_the_gpu_records_half_by_half():
     line = pages.gpu_parts(gpu, items, "AD-3")
     assert "behind at this budget: reproduces" in line and "failure:" not in line
     assert pages.gpu_parts(gpu, items, "TF-2") == "none can be read yet"
+
+
+def test_the_first_steps_effective_depth_and_windows_tables_render_exactly():
+    import numpy as np
+
+    def fs(g, u):
+        return SimpleNamespace(grad_median=np.array([1.0, g]), update_median=np.array([1.0, u]))
+
+    first = {("none", 0): fs(0.01, 0.5), ("long", 0): fs(0.5, 0.8)}
+    assert pages.first_steps_table(first, ("none", "long"), [0], {"none": {0: 2.3}, "long": {0: 1.5}}) == (
+        "| warmup | seed | median \\|g\\| falls × | median \\|Δθ\\|/η falls × | recorded final loss (nats) |\n"
+        "|---|---|---|---|---|\n| none | 0 | 100 | 2 | 2.30 |\n| long | 0 | 2 | 1.25 | 1.50 |")
+    ed = {("Post-LN", 0): ({"encoder": 1.0, "decoder": 2.0}, {"encoder": 3.0, "decoder": 4.0}),
+          ("Post-LN", 1): ({"encoder": 2.0, "decoder": 2.0}, {"encoder": 4.0, "decoder": 5.0})}
+    assert pages.effective_depth_table(ed) == (
+        "| architecture | encoder: at init → trained | decoder: at init → trained |\n|---|---|---|\n"
+        "| Post-LN | 1.50 → 3.50 | 2.00 → 4.50 |")
+    recs = _gpu_grid({"A": 1e-3, "B": 1e-2}, {"A": 2.0, "B": 1.0}, seeds=2)
+    assert pages.windows_table(recs, rows="arch", cols="depth") == (
+        "| arch | 6 |\n|---|---|\n| A | 3, 3 (LRS 0.67; 0.67–0.67) |\n| B | 3, 3 (LRS 1.00; 1.00–1.00) |")

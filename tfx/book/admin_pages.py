@@ -13,7 +13,7 @@ import numpy as np
 
 from ..theory import change, fit, gradients
 from . import plot
-from .notebook import glue, glue_figure, md_table
+from .notebook import glue, glue_figure, md, md_table
 
 KIND_COLORS = {"self-attn": "#1f77b4", "cross-attn": "#d62728", "ffn": "#7f7f7f"}
 FREE_COLOR = "#8c564b"  # profiling-free Admin
@@ -186,7 +186,7 @@ def glue_gv3(sizes: dict, early: dict, window) -> tuple[dict, str]:
         cg = glue(f"nv_spread_{opt}_coord_grad", fit.log_spread(sizes[opt]["coord_grad"]))
         cu = glue(f"nv_spread_{opt}_coord_update", fit.log_spread(sizes[opt]["coord_update"]))
         eq = "equalises" if gradients.equalises(sizes[opt]) else "does not equalise"
-        glue(f"nv_gv3_equalises_{opt}", _md(eq))
+        glue(f"nv_gv3_equalises_{opt}", md(eq))
         rows.append([opt.upper(), f"{spread[(opt, 'grad')]:.1f}", f"{spread[(opt, 'update')]:.2f}",
                      f"{first:.2f}", f"{cg:.1f} / {cu:.1f}", eq])
     glue("nv_gv3_a", window[0])
@@ -223,12 +223,6 @@ def smallest_gradients(sizes: dict, k: int = 3) -> list:
     return [sizes["sgd"]["names"][i] for i in order]
 
 
-def _md(text: str):
-    from IPython.display import Markdown
-
-    return Markdown(text)
-
-
 def run_key(label: str) -> str:
     """"Post/Pre" → "post_pre" (the glue names of GV-2's runs)."""
     return label.lower().replace("/", "_")
@@ -241,7 +235,7 @@ def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
     trained = {k: h.status == "learned" for k, h in runs.items()}
     for label, h in runs.items():
         glue(f"nv_{run_key(label)}_loss", h.eval_loss[-1])
-        glue(f"nv_{run_key(label)}_status", _md(f"`{h.status}`"))
+        glue(f"nv_{run_key(label)}_status", md(f"`{h.status}`"))
     glue("nv_chance", chance)
     glue("nv_task", task_name)
     if trained["Pre/Pre"] and not trained["Post/Pre"]:
@@ -253,7 +247,7 @@ def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
                    "was enough, so the run does not reproduce the paper's ordering")
     else:
         verdict = "**is inconclusive**: Pre/Pre did not train either in this budget"
-    glue("nv_gv2_verdict", _md(verdict))
+    glue("nv_gv2_verdict", md(verdict))
     rows = [[label, f"`{h.status}`", f"{h.eval_loss[-1]:.2f}"] for label, h in runs.items()]
     return trained, md_table(["encoder/decoder", "outcome", "held-out loss at the end"], rows)
 
@@ -363,11 +357,11 @@ def glue_am2_laws(am2: dict) -> str:
            ("adam", "post"): inside(expo["adam", "post"], 1),
            ("random", "pre"): inside(expo["random", "pre"], kh)}
     for (kind, pl), ok in law.items():
-        glue(f"am_law_{kind}_{pl}", _md(_holds(ok)))
+        glue(f"am_law_{kind}_{pl}", md(_holds(ok)))
     thm2 = {pl: overlap(expo["random", pl], expo_sb[pl]) for pl in ("post", "pre")}
     met = [f"{pl}-LN" for pl, ok in thm2.items() if ok]
     missed = [f"{pl}-LN" for pl, ok in thm2.items() if not ok]
-    glue("am_thm2_exp", _md("is met for both" if not missed else
+    glue("am_thm2_exp", md("is met for both" if not missed else
                             (f"is met for {met[0]} and **not** for {missed[0]}" if met
                              else "is **not** met for either")))
     rows = []
@@ -463,7 +457,7 @@ def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
     glue("ad_gm", law["level"])
     glue("ad_slope_lo", float(per_seed.min()))
     glue("ad_slope_hi", float(per_seed.max()))
-    glue("ad_law", _md(_holds(law["holds"])))
+    glue("ad_law", md(_holds(law["holds"])))
     glue("ad_refined_err", 100 * float(np.max(sigma_err)))
     # attention sub-layers are the odd i, FFN the even i
     glue("ad_attn_over_ffn", geo_mean(b2["admin"][0::2][1:]) / geo_mean(b2["admin"][1::2][1:]))
@@ -500,7 +494,7 @@ def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
     ``ad_law_held`` ('1 of 5'), ``ad_fresh_seeds`` and ``ad_fresh_n``; returns ``{N: holds}``."""
     rows = [(n, f"{law['slope']:.2f}", f"{law['level']:.2f}", "holds" if law["holds"] else "does not hold")
             for n, law in laws.items()]
-    glue("ad-law-by-depth", _md(md_table(["layers", "slope against i + 1 (law: −1 ± 0.15)",
+    glue("ad-law-by-depth", md(md_table(["layers", "slope against i + 1 (law: −1 ± 0.15)",
                                           "level (law: 1, within ×1.25)", "the law"], rows)))
     held = sum(law["holds"] for law in laws.values())
     glue("ad_law_held", f"{held} of {len(laws)}")
@@ -579,8 +573,8 @@ def glue_profiling(omega_by: dict, no_dropout: dict, dropout: dict) -> dict:
     glue("ad_prof_p_inner", dropout["attn_dropout"])
     single = glue("ad_prof_single", (1 - dropout["dropout"]) ** -0.5)
     ratio_enc = np.max(omega_by["train"]["encoder"][1:] / omega_by["eval"]["encoder"][1:])
-    glue("ad_prof_vs_single", _md("more than" if ratio_enc > single else "no more than"))
-    glue("ad_prof_eval_same", _md(
+    glue("ad_prof_vs_single", md("more than" if ratio_enc > single else "no more than"))
+    glue("ad_prof_eval_same", md(
         "the same ω as the model without dropout" if same
         else "**not** the same ω as the model without dropout"))
     out = {"same": same}
@@ -629,7 +623,7 @@ def glue_profiling_effect(b2_prof: dict, out_change: dict) -> dict:
     glue("ad_prof_change_adam", ratio["adam"])
     word = ("smaller" if max(ratio.values()) < 1 else "larger" if min(ratio.values()) > 1
             else "not uniformly smaller")
-    glue("ad_prof_change_verdict", _md(word + (", for every seed" if every_seed else "")))
+    glue("ad_prof_change_verdict", md(word + (", for every seed" if every_seed else "")))
     return {"share": share, "ratio": ratio, "every_seed": every_seed}
 
 

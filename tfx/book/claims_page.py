@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import claims, evidence
+from .notebook import md_table
 
 TEST = re.compile(r"^def (test_([A-Z]{2})_(\d+)_\w*)\(", re.M)  # a claim's own test: test_LN_1_…
 # a test parametrised over the evidence registry (tfx.book.evidence): one case per registered claim
@@ -74,8 +75,6 @@ def render_page(root: Path = claims.ROOT) -> str:
         "half is judged on its own and the **Parts** line shows each one. {doc}`method` gives the",
         "rules in full.",
         "",
-        "| id | claim | status | chapters | test |",
-        "|---|---|---|---|---|",
     ]
     judged = claims.statuses(root)
 
@@ -87,12 +86,15 @@ def render_page(root: Path = claims.ROOT) -> str:
     parts = {name[len("parts-"):]: nb.stem for nb in claims.chapters(root) for name in claims.glued_keys(nb)
              if name.startswith("parts-")}
 
+    rows = []
     for c in claims.CLAIMS:
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
         test = "yes" if c.id in tests else ("context" if c.context else "no test yet")
         statement = c.statement.replace("|", "\\|")
         nobreak = c.id.replace("-", "\u2011")  # a non-breaking hyphen keeps 'LN-1' on one line
-        out.append(f"| {{ref}}`{nobreak} <claim-{c.id.lower()}>` | {statement} | {status(c)} | {chaps} | {test} |")
+        ref = f"{{ref}}`{nobreak} <claim-{c.id.lower()}>`"
+        rows.append([ref, statement, status(c), chaps, test])
+    out.append(md_table(["id", "claim", "status", "chapters", "test"], rows))
     for c in claims.CLAIMS:
         cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "none yet"

@@ -22,12 +22,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from ..runs import effects, results, sensitivity, spikes, traces
+from ..runs import effects, outcome, results, sensitivity, spikes, traces
 from ..runs.effects import Effect
 from ..runs.outcome import judge
 from .claims import BY_ID, NOT_TESTABLE as NOT_TESTABLE_WORD, glue_status, parts_line, status_of
 from .claims import part_statuses as claim_part_statuses
-from .notebook import glue
+from .notebook import glue, md_table
 
 
 def _end_losses(records, **point) -> dict:
@@ -806,19 +806,24 @@ def best_rate_table(records, axis: str, variants=None, **point) -> str:
     variant of ``axis`` (default: every one, in the records' order) with its best rate
     (:func:`tfx.runs.effects.best_rate`; 'at the grid's edge' when not bracketed), the held-out
     loss at the end of each seed there, and the seeds' outcomes (:mod:`tfx.runs.outcome`)."""
-    from ..runs import outcome
-
     variants = list(variants or dict.fromkeys(r.point[axis] for r in results.select(records, **point)))
-    lines = [f"| {axis} | best rate | held-out loss at the end, per seed (nats) | outcomes there |",
-             "|---|---|---|---|"]
+    rows = []
     for v in variants:
         b, runs = effects.runs_at_best_rate(records, **point, **{axis: v})
-        s = outcome.summarize(runs)
-        losses = " / ".join("diverged" if o == "diverged" else f"{x:.2f}" for o, x in zip(s["verdicts"], s["losses"]))
-        outs = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
         edge = "" if b.bracketed else " (at the grid's edge)"
-        lines.append(f"| {v} | {b.variant}{edge} | {losses} | {outs} |")
-    return "\n".join(lines)
+        rows.append([v, f"{b.variant}{edge}", *seed_cells(runs)])
+    head = [axis, "best rate", "held-out loss at the end, per seed (nats)", "outcomes there"]
+    return md_table(head, rows)
+
+
+def seed_cells(runs) -> tuple[str, str]:
+    """Two table cells for the seeds ``runs`` of one setting: each one's held-out loss at the end
+    ('2.51 / diverged / 2.48') and the outcomes (:mod:`tfx.runs.outcome`: 'learned 2/3, diverged
+    1/3')."""
+    s = outcome.summarize(runs)
+    losses = " / ".join("diverged" if o == "diverged" else f"{x:.2f}"
+                        for o, x in zip(s["verdicts"], s["losses"]))
+    return losses, ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
 
 
 def depth_growth_effect(res, a: str, b: str | None = None, expect: str = "lower", a_name: str | None = None,

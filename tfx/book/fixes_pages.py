@@ -18,10 +18,12 @@ import math
 import numpy as np
 
 from ..runs import outcome, results, sensitivity
+from . import training_pages
+from .evidence import seed_cells
 from .explorer import Explorer
-from .notebook import glue, glue_figure
+from .notebook import glue, glue_figure, md_table
 from .plot import color, effects_plot, figure
-from .sweep_explorers import _stamp, cell_panels, grid_axes
+from .sweep_explorers import cell_panels, grid_axes, records_stamp
 
 # Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz, schemes).
 TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": "#c49c94",
@@ -72,31 +74,10 @@ def glue_effect(name: str, e, fmt=None) -> str:
 
 
 def effects_table(items, fmt=None) -> str:
-    """A GFM table of paired effects, one row per ``(label, Effect)``: the mean difference, its
-    95 % interval, how many seeds lie on the predicted side, and the verdict."""
-    fmt = fmt or _Signed
-    rows = ["| comparison | mean difference | 95 % interval | seeds on the predicted side | verdict |",
-            "|---|---|---|---|---|"]
-    for label, e in items:
-        ci = (f"{fmt.format(e.low)} to {fmt.format(e.high)}" if math.isfinite(e.low) else "—")
-        side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
-        unit = f" {e.unit}" if e.unit else ""
-        rows.append(f"| {label} | {fmt.format(e.mean)}{unit} | {ci} | {e.agreeing} of {e.n} "
-                    f"({side}) | {e.verdict} |")
-    return "\n".join(rows)
-
-
-def outcomes_table(records, axis: str, variants, lr_of: dict) -> str:
-    """A GFM table: each variant of ``axis`` at the learning rate ``lr_of[variant]``, the
-    outcome of every seed there (:mod:`tfx.runs.outcome`) and the median held-out loss."""
-    rows = [f"| {axis} | rate | outcomes of the seeds | median held-out loss at the end (nats) |",
-            "|---|---|---|---|"]
-    for v in variants:
-        s = outcome.summarize(results.select(records, **{axis: v, "lr": lr_of[v]}))
-        counts = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
-        med = "—" if math.isnan(s["median"]) else f"{s['median']:.3f}"
-        rows.append(f"| {v} | {lr_of[v]} | {counts} | {med} |")
-    return "\n".join(rows)
+    """:func:`tfx.book.training_pages.effects_table` (one row per ``(label, Effect)``: the mean
+    difference, its 95 % interval, how many seeds lie on the predicted side, the verdict) with
+    this module's numbers (:class:`_Signed`) and '—' where one seed gives no interval."""
+    return training_pages.effects_table(items, fmt or _Signed, no_interval="—")
 
 
 # ------------------------------------------------------------------ figures
@@ -205,7 +186,7 @@ def sweep_explorer(records, experiment, profile: str, axis: str, default: dict |
                            for k, xy in panels[0].lines.items()}
         return panels
 
-    return Explorer(axes, compute, default=default, title=title, P=_stamp(records, profile),
+    return Explorer(axes, compute, default=default, title=title, P=records_stamp(records, profile),
                     labels={"lr": "learning rate"})
 
 
@@ -401,12 +382,9 @@ def v1_scales_figure(P, scales: dict, depth: int):
 def interval_std_table(mc: dict, intervals, names) -> str:
     """A GFM table of σ/(b − a) for each distribution (rows) on each interval (columns), from
     ``bounds.std_on_interval_monte_carlo``."""
-    head = "| distribution | " + " | ".join(f"[{a:g}, {b:g}]" for a, b in intervals) + " |"
-    rows = [head, "|---|" + "---|" * len(intervals)]
-    for name in names:
-        rows.append(f"| {name} | " + " | ".join(f"{mc[iv][name]['over_paper']:.4f}" for iv in intervals)
-                    + " |")
-    return "\n".join(rows)
+    return md_table(["distribution", *(f"[{a:g}, {b:g}]" for a, b in intervals)],
+                    [[name, *(f"{mc[iv][name]['over_paper']:.4f}" for iv in intervals)]
+                     for name in names])
 
 
 def interval_std_figure(P, rand, mc0: dict, names):
@@ -494,19 +472,19 @@ def deepnorm_constants_table(pairs) -> tuple[str, dict]:
     from ..nn import constants
     from ..theory import scaling
 
-    rows = ["| N | M | stack | α | κ, paper | κ, torchscale | 2α²κ², paper | 2α²κ², torchscale |",
-            "|---|---|---|---|---|---|---|---|"]
-    enc = None
+    rows, enc = [], None
     for N, M in pairs:
         c = {conv: constants.deepnorm_constants(N, M, conv) for conv in constants.DEEPNORM_CONVENTIONS}
         for stack in c["paper"]:
             a, kp, kt = c["paper"][stack]["alpha"], c["paper"][stack]["beta"], c["torchscale"][stack]["beta"]
             bp, bt = float(scaling.deepnorm_balance(a, kp)), float(scaling.deepnorm_balance(a, kt))
-            rows.append(f"| {N} | {M} | {stack} | {a:.3f} | {kp:.4f} | {kt:.4f} | {bp:.3f} | {bt:.3f} |")
+            rows.append([N, M, stack, f"{a:.3f}", f"{kp:.4f}", f"{kt:.4f}", f"{bp:.3f}",
+                         f"{bt:.3f}"])
             if enc is None and stack == "encoder" and M > 0:
                 enc = {"alpha": a, "kappa_paper": kp, "kappa_torchscale": kt,
                        "balance_paper": bp, "balance_torchscale": bt}
-    return "\n".join(rows), enc
+    return md_table(["N", "M", "stack", "α", "κ, paper", "κ, torchscale", "2α²κ², paper",
+                     "2α²κ², torchscale"], rows), enc
 
 
 def diagnostics_figure(P, diag, schemes, depth: int):
@@ -586,12 +564,11 @@ def diagnostics_table(table: dict) -> str:
     """A GFM table of the init-time diagnostics at one depth, one row per scheme."""
     from .plot import LABELS
 
-    rows = ["| scheme | rel. ‖ΔF‖², random δ | rel. ‖ΔF‖², one Adam step | Σβ²_ii | decoder gradient, "
-            "bottom/top |", "|---|---|---|---|---|"]
-    for s, d in table.items():
-        rows.append(f"| {LABELS[s]} | {d.rel_out_change:.3g} | {d.rel_out_change_adam:.3g} | "
-                    f"{d.sum_beta_diag_sq:.2f} | {d.grad_spread['decoder']:.3g} |")
-    return "\n".join(rows)
+    return md_table(["scheme", "rel. ‖ΔF‖², random δ", "rel. ‖ΔF‖², one Adam step", "Σβ²_ii",
+                     "decoder gradient, bottom/top"],
+                    [[LABELS[s], f"{d.rel_out_change:.3g}", f"{d.rel_out_change_adam:.3g}",
+                      f"{d.sum_beta_diag_sq:.2f}", f"{d.grad_spread['decoder']:.3g}"]
+                     for s, d in table.items()])
 
 
 def label_effect(records, a: str, b: str, expect: str):
@@ -636,14 +613,8 @@ def outcomes_by_label(records) -> str:
     and outcome (:mod:`tfx.runs.outcome`), and the counts."""
     from ..runs.sweep import by_label
 
-    rows = ["| scheme | held-out loss at the end, per seed (nats) | outcomes |", "|---|---|---|"]
-    for label, recs in by_label(records).items():
-        s = outcome.summarize(recs)
-        losses = " / ".join("diverged" if v == "diverged" else f"{x:.2f}"
-                            for v, x in zip(s["verdicts"], s["losses"]))
-        counts = ", ".join(f"{k} {n}/{s['n']}" for k, n in s["counts"].items() if n)
-        rows.append(f"| {label} | {losses} | {counts} |")
-    return "\n".join(rows)
+    return md_table(["scheme", "held-out loss at the end, per seed (nats)", "outcomes"],
+                    [[label, *seed_cells(recs)] for label, recs in by_label(records).items()])
 
 
 def convention_effect(records, label: str, task, convention: str = "torchscale"):

@@ -7,7 +7,7 @@ strings for the claims page — lives here, one function per job, so that it is 
 (``tests/book/test_lm_pages.py``) and the chapter reads like a book::
 
     lm1 = evidence.evaluate("LM-1", CPU, load=lambda *_: lrecs)
-    glue("lm1-evidence", lm_pages.evidence_table(lm1))   # a table, not a verdict string
+    glue("lm1-evidence", lm_pages.md(lm_pages.evidence_table(lm1)))  # a table, not a verdict
 
 Nothing here decides whether a run learned (:mod:`tfx.runs.outcome` does) or whether a
 claim reproduces (:mod:`tfx.book.evidence` does); these functions only lay out what those
@@ -22,17 +22,8 @@ import numpy as np
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_status, status_of
-from .notebook import glue, glue_figure
+from .notebook import glue, glue_figure, md, md_table
 from .plot import ARCH_COLORS, FIX_COLORS, effects_plot, figure, lr_curves
-
-
-def md(text: str):
-    """A Markdown object where IPython is present (a glued table renders), else the text."""
-    try:
-        from IPython.display import Markdown
-    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
-        return text
-    return Markdown(text)
 
 
 def fmt(values, spec: str = "{:.2f}") -> str:
@@ -47,21 +38,16 @@ def median(values) -> float:
 # ------------------------------------------------------------------------ shared tables
 
 
-def evidence_rows(pairs) -> str:
+def evidence_table(pairs) -> str:
     """A Markdown table of a claim's paired comparisons ``[(Comparison, Effect), …]``: what
-    each compares, the mean difference with its 95 % interval, the seeds, and the verdict."""
-    lines = ["| comparison | difference (95 % interval) | seeds | verdict |",
-             "|---|---|---|---|"]
+    each compares, the mean difference with its 95 % interval, the seeds, and the verdict
+    (glue it as :func:`md`: ``{glue:md}`` pastes a real table)."""
+    rows = []
     for c, e in pairs:
         ci = (f"{e.low:+.2f} to {e.high:+.2f}" if math.isfinite(e.low) else "no interval")
         few = " (fewer than 5)" if not e.enough_seeds else ""
-        lines.append(f"| {c.says} | {e.mean:+.2f} {e.unit} ({ci}) | {e.n}{few} | {e.verdict} |")
-    return "\n".join(lines)
-
-
-def evidence_table(pairs):
-    """:func:`evidence_rows` as Markdown to glue (``{glue:md}`` pastes a real table)."""
-    return md(evidence_rows(pairs))
+        rows.append([c.says, f"{e.mean:+.2f} {e.unit} ({ci})", f"{e.n}{few}", e.verdict])
+    return md_table(["comparison", "difference (95 % interval)", "seeds", "verdict"], rows)
 
 
 def seed_table(rows: dict, first: str = "", spec: str = "{:.2f}") -> str:
@@ -69,12 +55,9 @@ def seed_table(rows: dict, first: str = "", spec: str = "{:.2f}") -> str:
     ``{label: [values in seed order]}``) and one column per seed."""
     rows = {k: (v if isinstance(v, dict) else dict(enumerate(v))) for k, v in rows.items()}
     seeds = sorted({s for v in rows.values() for s in v})
-    lines = [f"| {first} | " + " | ".join(f"seed {s}" for s in seeds) + " |",
-             "|---|" + "---|" * len(seeds)]
-    for label, per_seed in rows.items():
-        cells = [spec.format(per_seed[s]) if s in per_seed else "–" for s in seeds]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return md_table([first, *(f"seed {s}" for s in seeds)],
+                    [[label, *(spec.format(per_seed[s]) if s in per_seed else "–" for s in seeds)]
+                     for label, per_seed in rows.items()])
 
 
 def outcome_counts(recs) -> str:
@@ -143,12 +126,9 @@ def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
     beta = at_init[lm]["sum_beta_sq"]
     glue("lm1-beta-post", fmt(beta["post"].mean(1), "{:.1f}"))
     glue("lm1-beta-pre", fmt(beta["pre"].mean(1), "{:.1f}"))
-    rows = ["| layers N | " + " | ".join(map(str, depths)) + " |",
-            "|---|" + "---|" * len(depths)]
-    for s, label in (("post", "Post-LN"), ("pre", "Pre-LN")):
-        rows.append(f"| {label}, Σβ²_ii | " + " | ".join(
-            f"{v:.1f}" for v in beta[s].mean(1)) + " |")
-    glue("lm1-beta-table", md("\n".join(rows)))
+    rows = [[f"{label}, Σβ²_ii", *(f"{v:.1f}" for v in beta[s].mean(1))]
+            for s, label in (("post", "Post-LN"), ("pre", "Pre-LN"))]
+    glue("lm1-beta-table", md(md_table(["layers N", *depths], rows)))
     glue("lm1-r2-post", lm_f["r2_post_n"])
     glue("lm1-r2-post-log", lm_f["r2_post_log"])
     glue("lm1-r2-pre", lm_f["r2_pre_log"])
@@ -261,7 +241,7 @@ def warmup_summary(lm1, layers: int) -> str:
 def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str) -> str:
     """Glue LM-1's evidence table, status (both halves), claims-page line and the one-line
     warmup summary ``warmup-summary-13``; returns the status."""
-    glue("lm1-evidence", evidence_table(lm1))
+    glue("lm1-evidence", md(evidence_table(lm1)))
     init_verdict = "reproduces" if same else "not resolved at this scale"
     lm1_status = status_of([init_verdict] + [e.verdict for _, e in lm1])
     glue("lm1-status", lm1_status)
@@ -352,20 +332,29 @@ def logits_lr_figure(P, lrecs, fixes):
 
 def sensitivity_summary(recs) -> str:
     """'0.25 (0.25–0.28)': the LR sensitivity's median over seeds (range)."""
-    s = sensitivity.summarize(recs)
+    return median_range(sensitivity.summarize(recs))
+
+
+def median_range(s: dict) -> str:
+    """'0.25 (0.25–0.28)': the median (range) of a :func:`tfx.runs.sensitivity.summarize`."""
     return f"{s['median']:.2f} ({s['low']:.2f}–{s['high']:.2f})"
 
 
 def sensitivity_table(lrecs, axis: str, variants) -> str:
     """One row per variant: LR sensitivity, median (range), and the learning rates at which
     each seed learned (:func:`tfx.runs.sensitivity.windows`)."""
-    rows = [f"| {axis} | LR sensitivity (nats), median (range) | "
-            "learning rates learned at, per seed |", "|---|---|---|"]
+    rows = []
     for v in variants:
         recs = results.select(lrecs, **{axis: v})
-        wins = ", ".join(str(w) for w in sensitivity.windows(recs).values())
-        rows.append(f"| {v} | {sensitivity_summary(recs)} | {wins} |")
-    return "\n".join(rows)
+        rows.append([v, sensitivity_summary(recs), learned_at(recs)])
+    return md_table([axis, "LR sensitivity (nats), median (range)",
+                     "learning rates learned at, per seed"], rows)
+
+
+def learned_at(recs) -> str:
+    """'3, 4, 4': at how many learning rates each seed learned (its window,
+    :func:`tfx.runs.sensitivity.windows`)."""
+    return ", ".join(map(str, sensitivity.windows(recs).values()))
 
 
 def judge(claim: str, lrecs, profile: str) -> list:
@@ -395,7 +384,7 @@ def judge(claim: str, lrecs, profile: str) -> list:
                 [(c, e, e.verdict) for c, e in pairs])) if pairs else "no registered rate recorded")
         glue_status(claim, status)
         glue(f"{key}-status", status)
-    glue(f"{key}-evidence", evidence_table(pairs))
+    glue(f"{key}-evidence", md(evidence_table(pairs)))
     return pairs
 
 
@@ -625,10 +614,9 @@ def placements_init(pl: dict, depths, seeds: int) -> dict:
     stream = {name: across(name, "stream", deepest).mean(0) for name in schemes}
     slope = {name: fit.fit_linear(layers, v)[0] for name, v in stream.items()}
     log_fit = fit.fit_linear(np.cumsum(1 / layers), stream["ln-scaling"])
-    rows = ["| placement | growth per layer | after layer 1 | at the top | last ÷ first "
-            "FFN gradient | output change | its growth with depth |", "|---|" + "---|" * 6]
     from .plot import LABELS
 
+    rows = []
     for name in schemes:
         k = PLACEMENT_GLUE[name]
         change = np.median(across(name, "rel_change", deepest))
@@ -637,9 +625,11 @@ def placements_init(pl: dict, depths, seeds: int) -> dict:
                 float(np.median(across(name, "grad_ratio", deepest))), float(change), grow)
         for key, v in zip(("slope", "first", "last", "grad", "change", "change_growth"), vals):
             glue(f"pl1_{key}_{k}", v)
-        rows.append(f"| {LABELS.get(name, name)} | {vals[0]:.2f} | {vals[1]:.2f} | "
-                    f"{vals[2]:.1f} | {vals[3]:.2f} | {vals[4]:.1e} | ×{vals[5]:.1f} |")
-    glue("pl1-init-table", md("\n".join(rows)))
+        rows.append([LABELS.get(name, name), f"{vals[0]:.2f}", f"{vals[1]:.2f}", f"{vals[2]:.1f}",
+                     f"{vals[3]:.2f}", f"{vals[4]:.1e}", f"×{vals[5]:.1f}"])
+    head = ["placement", "growth per layer", "after layer 1", "at the top",
+            "last ÷ first FFN gradient", "output change", "its growth with depth"]
+    glue("pl1-init-table", md(md_table(head, rows)))
     glue("pl1_depth", deepest)
     glue("pl1_depth_min", depths[0])
     glue("pl1_seeds", seeds)
@@ -694,13 +684,12 @@ def depth_scalings(mult: dict, depths) -> dict:
     derived = {n: fit.fit_loglog(ns, norms.depth_factor(n, ns))[0] for n in measured}
     key = {"pre": "pre", "deepnorm": "deepnorm", "admin": "admin", "t-fixup": "tfixup",
            "ln-scaling": "scaled", "depth-mup": "mup"}
-    rows = ["| scheme | measured slope | derived slope |", "|---|---|---|"]
     for name, k in key.items():
         glue(f"ds_k_{k}", measured[name])
         glue(f"ds_kpred_{k}", derived[name])
-        rows.append(f"| {LABELS.get(name, name)} | {measured[name]:+.2f} | "
-                    f"{derived[name]:+.2f} |")
-    glue("ds-table", md("\n".join(rows)))
+    rows = [[LABELS.get(name, name), f"{measured[name]:+.2f}", f"{derived[name]:+.2f}"]
+            for name in key]
+    glue("ds-table", md(md_table(["scheme", "measured slope", "derived slope"], rows)))
     glue("ds_rezero_max", float(mult["rezero"].max()))
     glue("ds_depth_min", depths[0])
     glue("ds_depth_max", depths[-1])
@@ -942,14 +931,11 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
     def best_median(f):
         return median(v["best"] for v in summ[f]["per_seed"].values())
 
-    rows = ["| norm | LR sensitivity, median (range) | rates learned at, per seed | "
-            "best held-out loss, per seed |", "|---|---|---|---|"]
-    for f in names:
-        s = summ[f]
-        wins = ", ".join(map(str, sensitivity.windows(results.select(nrecs, norm=f)).values()))
-        rows.append(f"| {f} | {s['median']:.2f} ({s['low']:.2f}–{s['high']:.2f}) | {wins} | "
-                    + ", ".join(f"{v['best']:.3f}" for v in s["per_seed"].values()) + " |")
-    glue("nt-table", md("\n".join(rows)))
+    rows = [[f, median_range(summ[f]), learned_at(results.select(nrecs, norm=f)),
+             fmt((v["best"] for v in summ[f]["per_seed"].values()), "{:.3f}")] for f in names]
+    head = ["norm", "LR sensitivity, median (range)", "rates learned at, per seed",
+            "best held-out loss, per seed"]
+    glue("nt-table", md(md_table(head, rows)))
     glue("nt-ln-best", best_median("LayerNorm"))
     glue("nt-ln-sens", summ["LayerNorm"]["median"])
     dyt_best, hi = best_rate(nrecs, norm="DyT"), lrs[-1]
@@ -971,14 +957,12 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
     glue("dy1-lrs-note", "Its smaller LR sensitivity is the flat curve of a recipe that ends "
          "above LayerNorm at every rate, not a stable one (chapter 12's caveat)."
          if flat_and_high else "Its LR sensitivity can be read as for the other two.")
-    alpha_rows, alpha_lines = ["| variant | best rate | best held-out loss (median) | "
-                               "LR sensitivity | % saturated at the end, per seed |",
-                               "|---|---|---|---|---|"], []
+    alpha_rows, alpha_lines = [], []
     for f in [f for f in names if f.startswith("DyT, α")]:
         b = best_rate(nrecs, norm=f)
         s_end = _saturation(nrecs, -1, norm=f, lr=b)
-        alpha_rows.append(f"| {f} | {b} | {best_median(f):.3f} | {summ[f]['median']:.2f} | "
-                          + fmt(s_end.values(), "{:.1f}") + " |")
+        alpha_rows.append([f, b, f"{best_median(f):.3f}", f"{summ[f]['median']:.2f}",
+                           fmt(s_end.values(), "{:.1f}")])
         alpha_lines.append(f"{f}: best held-out loss {best_median(f):.3f} against LayerNorm's "
                            f"{best_median('LayerNorm'):.3f} (medians over seeds); LR sensitivity "
                            f"{summ[f]['median']:.2f} against {summ['LayerNorm']['median']:.2f}; "
@@ -987,18 +971,20 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
         key = f.split("= ")[-1].replace(".", "")
         glue(f"dy1-a{key}-sat", median(s_end.values()))
         glue(f"dy1-a{key}-best", best_median(f))
-    glue("dy1-alpha-table", md("\n".join(alpha_rows)))
+    glue("dy1-alpha-table", md(md_table(["variant", "best rate", "best held-out loss (median)",
+                                         "LR sensitivity", "% saturated at the end, per seed"],
+                                        alpha_rows)))
     controls = [evidence.Comparison(
         "DY-1", f"{v}, at its best rate, ends within 0.05 nats of LayerNorm", "norms",
         "norm", v, "LayerNorm", "equal", own_rate=True, margin=0.05)
         for v in ("DyT, no √d embedding scale", "no norm") if v in names]
     ctrl = [(c, c.effect(nrecs)) for c in controls]
-    glue("dy1-controls", evidence_table(ctrl) if ctrl else md(
+    glue("dy1-controls", md(evidence_table(ctrl)) if ctrl else md(
         "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d embedding "
         "scale* and *no norm*, queued for a later session."))
     glue("dy1-controls-note", dyt_controls_note(nrecs) if len(ctrl) == 2 else "")
-    glue("rn1-evidence", evidence_table(rn1))
-    glue("dy1-evidence", evidence_table(dy1))
+    glue("rn1-evidence", md(evidence_table(rn1)))
+    glue("dy1-evidence", md(evidence_table(dy1)))
     glue("rn1-train", evidence.describe("RN-1", profile, load=load))
     glue("claim-RN-1", evidence.describe("RN-1", profile, load=load))
     glue("claim-DY-1", evidence.describe("DY-1", profile, load=load))

@@ -124,6 +124,15 @@ def md_table(header, rows) -> str:
     return "\n".join(lines)
 
 
+def md(text: str):
+    """A Markdown object where IPython is present (a glued table renders), else the text."""
+    try:
+        from IPython.display import Markdown
+    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
+        return text
+    return Markdown(text)
+
+
 # a role's name: ``{glue:text}`name:.2f``` → name; a role that reads another notebook's glue
 # (``path.ipynb::name:s``) is glued there, not here, and is left out
 GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`(?![^`]*::)([^`:]+)")

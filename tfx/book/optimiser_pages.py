@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from ..theory import optimiser as O
+from .notebook import md_table
 from .plot import color, figure
 
 # chapter 17: a spike agrees with its prediction when the observed onset is within 3 % of the
@@ -56,13 +57,14 @@ def grid_summary(rows) -> dict:
 
 
 def grid_table(rows) -> str:
-    """The grid as a Markdown table."""
+    """The grid of :func:`quadratic_grid` as a Markdown table: per (β₂, ε) the step v starts to
+    decay, the predicted spike, the spike seen ('none': no such step) and whether they agree."""
     def cell(v):
-        return "none" if v is None else f"{v}"
-    lines = ["| β₂ | ε | decay starts | predicted | onset seen | agree |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['beta2']} | {r['eps']:.0e} | {cell(r['t0'])} | {cell(r['predicted'])} | "
-              f"{cell(r['onset'])} | {'yes' if r['agree'] else 'no'} |" for r in rows]
-    return "\n".join(lines)
+        return "none" if v is None else v
+
+    return md_table(["β₂", "ε", "decay starts", "predicted", "onset seen", "agree"],
+                    [[r["beta2"], f"{r['eps']:.0e}", cell(r["t0"]), cell(r["predicted"]),
+                      cell(r["onset"]), "yes" if r["agree"] else "no"] for r in rows])
 
 
 def quadratic_figure(P, runs: dict, predicted: int | None, floor: float = 1e-80):
@@ -137,12 +139,11 @@ def grows(check) -> bool:
 def slope_table(checks: dict) -> str:
     """Mean slope [95 % interval] per quantity (rows) and parameterisation (columns)."""
     names = next(iter(checks.values())).names
-    lines = ["| quantity | " + " | ".join(checks) + " |", "|---" * (len(checks) + 1) + "|"]
     ivs = {k: slope_intervals(c) for k, c in checks.items()}
-    for j, name in enumerate(names):
-        cells = [f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]" for _, m, lo, hi in (ivs[k][j] for k in checks)]
-        lines.append(f"| {name.replace('decoder.', '')} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = [[name.replace("decoder.", ""),
+             *(f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]" for _, m, lo, hi in (ivs[k][j] for k in checks))]
+            for j, name in enumerate(names)]
+    return md_table(["quantity", *checks], rows)
 
 
 def coordinate_figure(P, checks: dict):
@@ -228,8 +229,6 @@ def transfer_figure(P, records, widths, pars=("standard", "μP")):
 def best_rate_table(records, widths, pars=("standard", "μP")) -> str:
     """Markdown: each width's best rate under each parameterisation, with its 95 % interval."""
     from ..runs.results import select
-    from .notebook import md_table
-
     rows = []
     for w in widths:
         cells = []
@@ -245,8 +244,6 @@ def sensitivity_table(records, axis: str, variants, **point) -> str:
     the median best loss and the rates at which it learned in every seed."""
     from ..runs import sensitivity
     from ..runs.results import select
-    from .notebook import md_table
-
     rows = []
     for v in variants:
         s = sensitivity.summarize(select(records, **point, **{axis: v}))

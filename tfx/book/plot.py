@@ -119,30 +119,6 @@ def fit_line(ax, xs, fn, label: str, **kw):
     ax.plot(grid, fn(grid), ls="--", lw=1, label=label, **kw)
 
 
-def flowchart(ax, nodes: dict, edges: list, fontsize: float = 8.5):
-    """Boxes and labelled arrows (the book's maps of causes).
-
-    ``nodes``: {key: (x, y, text, colour)} in data coordinates, the text centred at (x, y);
-    ``edges``: [(from key, to key, label)], the label written at the arrow's middle
-    (empty for none). The axes are switched off; set their limits yourself."""
-    boxes = {}
-    for key, (x, y, text, c) in nodes.items():
-        boxes[key] = ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, zorder=3,
-                             bbox=dict(boxstyle="round,pad=0.45", fc=c, ec="#444444", lw=0.8))
-    for a, b, label in edges:
-        ta, tb = boxes[a], boxes[b]
-        ax.annotate("", xy=nodes[b][:2], xytext=nodes[a][:2], zorder=2,
-                    arrowprops=dict(arrowstyle="-|>", color="#333333", lw=1.1, mutation_scale=12,
-                                    patchA=ta.get_bbox_patch(), patchB=tb.get_bbox_patch(),
-                                    shrinkA=2, shrinkB=2))
-        if label:
-            xm, ym = (nodes[a][0] + nodes[b][0]) / 2, (nodes[a][1] + nodes[b][1]) / 2
-            ax.text(xm, ym, label, ha="center", va="center", fontsize=fontsize - 1.5, color="#1a1a6e", zorder=4,
-                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
-    ax.set_axis_off()
-    return boxes
-
-
 def log_ticks(ax, values, axis: str = "x"):
     """Put ``axis`` on a log scale with labelled ticks exactly at ``values`` (e.g. the depths
     swept), written as plain numbers. The minor ticks keep their marks but lose their labels:

@@ -104,7 +104,7 @@ def _seed_note(recs, curve: str) -> str:
     return "\n".join(lines)
 
 
-def _stamp(records, profile: str) -> str:
+def records_stamp(records, profile: str) -> str:
     """What is stamped under the figure: the records' profile, device, code and date."""
     return f"records: profile {profile} · {results.provenance(records)}"
 
@@ -171,7 +171,8 @@ def grid_explorer(records, axes: dict, curves=("loss", "eval_loss"), *, default:
         where = ", ".join(f"{labels.get(a, a) if labels else a} = {v}" for a, v in cell.items())
         return cell_panels(recs, curves, where=f"{where} ({profile} profile)")
 
-    return Explorer(axes, compute, default=default, labels=labels, title=title, P=_stamp(records, profile))
+    return Explorer(axes, compute, default=default, labels=labels, title=title,
+                    P=records_stamp(records, profile))
 
 
 # ============================================================== the chapters' explorers
@@ -238,7 +239,7 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
         return [final, curves]
 
     return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)",
-                    P=_stamp(records, profile),
+                    P=records_stamp(records, profile),
                     labels={"train.lr": "learning rate", "beta2": "Adam's β2"})
 
 
@@ -288,7 +289,7 @@ def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | N
         return [left, right]
 
     return Explorer(axes, compute, default=default, title="Learning-rate sensitivity, every seed",
-                    P=_stamp(records, profile), labels={"architecture": "highlight"})
+                    P=records_stamp(records, profile), labels={"architecture": "highlight"})
 
 
 def logits_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
@@ -346,4 +347,4 @@ def zoo_explorer(records, experiment, profile: str, default: dict | None = None,
 
     return Explorer(axes, compute, default=default, labels={"lr": "learning rate"},
                     title="The spike zoo: cause × guard × rate, every seed against its control",
-                    P=_stamp(records, profile))
+                    P=records_stamp(records, profile))

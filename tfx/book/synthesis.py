@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import claims
 from .claims import BY_ID, CLAIMS, STATUSES
+from .notebook import md_table
 
 CONTEXT = "context"  # a paper's result quoted for context: nothing to judge
 NOT_JUDGED = "not yet judged"  # no chapter has glued a status yet
@@ -101,13 +102,13 @@ def shows_parts(r: Verdict) -> bool:
 def verdict_table(rows) -> str:
     """The verdict table as Markdown: id, the claim in one line, its status (with its parts
     where :func:`shows_parts`), its chapter."""
-    out = ["| id | claim | status | chapter |", "|---|---|---|---|"]
+    cells = []
     for r in rows:
         statement = r.statement.replace("|", "\\|")
         ident = r.id.replace("-", "\u2011")  # a non-breaking hyphen: "LN-1" stays on one line
         status = f"*{r.status}*" + (f": {r.parts.replace('|', '/')}" if shows_parts(r) else "")
-        out.append(f"| {ident} | {statement} | {status} | {chapter_number(r.chapter)} |")
-    return "\n".join(out)
+        cells.append([ident, statement, status, chapter_number(r.chapter)])
+    return md_table(["id", "claim", "status", "chapter"], cells)
 
 
 def by_status(rows) -> dict:
@@ -120,11 +121,9 @@ def by_status(rows) -> dict:
 
 def status_table(rows) -> str:
     """How many claims have each status, with their ids (statuses no claim has are left out)."""
-    out = ["| status | claims | ids |", "|---|---|---|"]
-    for status, ids in by_status(rows).items():
-        if ids:
-            out.append(f"| *{status}* | {len(ids)} | {', '.join(ids)} |")
-    return "\n".join(out)
+    counted = [[f"*{status}*", len(ids), ", ".join(ids)]
+               for status, ids in by_status(rows).items() if ids]
+    return md_table(["status", "claims", "ids"], counted)
 
 
 def _chapter(root: Path, number: str) -> Path | None:

@@ -22,7 +22,7 @@ import numpy as np
 from ..runs import outcome, results, sensitivity
 from ..runs.sweep import first_step_below
 from .plot import color, effects_plot, figure, lr_curves
-from .notebook import glue_figure  # noqa: F401 (chapters call pages.glue_figure)
+from .notebook import glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
 
 PALETTE = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
            "Admin (profiling-free)": "#1b9e77", "Post-LN enc / Pre-LN dec": "#666666",
@@ -36,27 +36,29 @@ def cell(text) -> str:
 
 
 # --------------------------------------------------------------------------- effects
-def _interval(e, fmt: str) -> str:
+def _interval(e, fmt: str, none: str = "none (one seed)") -> str:
     if not (math.isfinite(e.low) and math.isfinite(e.high)):
-        return "none (one seed)"
+        return none
     return f"{fmt.format(e.low)} to {fmt.format(e.high)}"
 
 
-def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison") -> str:
+def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison",
+                  no_interval: str = "none (one seed)") -> str:
     """A Markdown table of paired effects: one row per ``(label, Effect)`` with the mean
-    difference (with its unit), the 95 % interval, how many seeds fall on the side the claim
-    predicts, and the verdict (:data:`tfx.runs.effects.VERDICTS`)."""
+    difference (with its unit), the 95 % interval (``no_interval`` where one seed gives none),
+    how many seeds fall on the side the claim predicts, and the verdict
+    (:data:`tfx.runs.effects.VERDICTS`). ``fmt``: anything with a ``format`` method."""
     items = list(items)
     if not items:
         raise ValueError("items must hold at least one (label, Effect) pair")
-    lines = [f"| {head} | mean difference | 95 % interval | seeds on the predicted side "
-             "| verdict |", "|---|---|---|---|---|"]
+    rows = []
     for label, e in items:
         unit = f" {e.unit}" if e.unit else ""
         side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
-        lines.append(f"| {cell(label)} | {fmt.format(e.mean)}{unit} | {_interval(e, fmt)} | "
-                     f"{e.agreeing} of {e.n} ({side}) | {e.verdict} |")
-    return "\n".join(lines)
+        rows.append([cell(label), f"{fmt.format(e.mean)}{unit}", _interval(e, fmt, no_interval),
+                     f"{e.agreeing} of {e.n} ({side})", e.verdict])
+    return md_table([head, "mean difference", "95 % interval", "seeds on the predicted side",
+                     "verdict"], rows)
 
 
 def effects_figure(P, items, title: str, wrap: int = 48, xlabel="paired difference (nats)"):
@@ -121,12 +123,9 @@ def outcome_table(records, rows: str, cols: str, col_names=None) -> str:
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     row_names, cols_ = order(rows), order(cols)
     heads = [cell((col_names or {}).get(c, c)) for c in cols_]
-    lines = [f"| {rows} | " + " | ".join(heads) + " |", "|---" * (len(cols_) + 1) + "|"]
-    for rn in row_names:
-        lines.append(f"| {cell(rn)} | " + " | ".join(
-            outcome_counts(results.select(records, **{rows: rn, cols: cn})) or "—"
-            for cn in cols_) + " |")
-    return "\n".join(lines)
+    return md_table([rows, *heads], [
+        [cell(rn), *(outcome_counts(results.select(records, **{rows: rn, cols: cn})) or "—"
+                     for cn in cols_)] for rn in row_names])
 
 
 def median_first_last(rs):
@@ -381,8 +380,7 @@ def windows_table(records, rows: str, cols: str) -> str:
     LR sensitivity's median and range over seeds (:func:`tfx.runs.sensitivity.summarize`)."""
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     cols_ = order(cols)
-    lines = [f"| {rows} | " + " | ".join(map(cell, cols_)) + " |",
-             "|---" * (len(cols_) + 1) + "|"]
+    table = []
     for rn in order(rows):
         cells = []
         for cn in cols_:
@@ -390,8 +388,8 @@ def windows_table(records, rows: str, cols: str) -> str:
             win = ", ".join(map(str, sensitivity.windows(rs).values()))
             s = sensitivity.summarize(rs)
             cells.append(f"{win} (LRS {s['median']:.2f}; {s['low']:.2f}–{s['high']:.2f})")
-        lines.append(f"| {cell(rn)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        table.append([cell(rn), *cells])
+    return md_table([rows, *map(cell, cols_)], table)
 
 
 def steps_to_target(runs, target):
@@ -446,14 +444,14 @@ def first_steps_figure(P, first, names, seed):
 def first_steps_table(first, names, seeds, recorded) -> str:
     """Per seed and warmup: the fall of the embedding's median |g| and of the median |Δθ|/η
     from step 1 to their lowest, and the recorded run's final loss (Markdown)."""
-    lines = ["| warmup | seed | median \\|g\\| falls × | median \\|Δθ\\|/η falls × "
-             "| recorded final loss (nats) |", "|---|---|---|---|---|"]
+    rows = []
     for w in names:
         falls = first_steps_falls(first, w)
         for s in seeds:
             fg, fu = (10 ** x for x in falls[s])
-            lines.append(f"| {cell(w)} | {s} | {fg:.3g} | {fu:.3g} | {recorded[w][s]:.2f} |")
-    return "\n".join(lines)
+            rows.append([cell(w), s, f"{fg:.3g}", f"{fu:.3g}", f"{recorded[w][s]:.2f}"])
+    return md_table(["warmup", "seed", cell("median |g| falls ×"), cell("median |Δθ|/η falls ×"),
+                     "recorded final loss (nats)"], rows)
 
 
 def first_steps_falls(first, name) -> dict:
@@ -589,14 +587,11 @@ def long_runs_table(at_best: dict, budget: int) -> str:
     """Chapter 12, slow or failed: per ``(architecture, warmup)`` of ``at_best`` (its runs at its
     own best rate) the rate, the median held-out loss at step ``budget`` and at the end, and the
     outcomes at the end (Markdown)."""
-    lines = [f"| architecture | warmup | best rate | loss at step {budget} (median) "
-             "| at the end (median) | outcomes at the end |", "|---|---|---|---|---|---|"]
-    for (a, w), runs in at_best.items():
-        lines.append(f"| {a} | {w} | {runs[0].point['lr']} | "
-                     f"{np.median(loss_at_step(runs, budget)):.2f} | "
-                     f"{np.median([r.history.eval_loss[-1] for r in runs]):.2f} | "
-                     f"{outcome_counts(runs)} |")
-    return "\n".join(lines)
+    rows = [[a, w, runs[0].point["lr"], f"{np.median(loss_at_step(runs, budget)):.2f}",
+             f"{np.median([r.history.eval_loss[-1] for r in runs]):.2f}", outcome_counts(runs)]
+            for (a, w), runs in at_best.items()]
+    return md_table(["architecture", "warmup", "best rate", f"loss at step {budget} (median)",
+                     "at the end (median)", "outcomes at the end"], rows)
 
 
 def lr_sensitivity_figure(P, lrecs, archs, warms, depths):
@@ -730,13 +725,10 @@ def effective_depth_table(ed_runs) -> str:
     archs = list(dict.fromkeys(a for a, _ in ed_runs))
     seeds = sorted({s for _, s in ed_runs})
     mean = lambda a, st, k: float(np.mean([ed_runs[a, s][k][st] for s in seeds]))  # noqa: E731
-    lines = ["| architecture | encoder: at init → trained | decoder: at init → trained |",
-             "|---|---|---|"]
-    for a in archs:
-        lines.append(f"| {cell(a)} | " + " | ".join(
-            f"{mean(a, st, 0):.2f} → {mean(a, st, 1):.2f}" for st in ("encoder", "decoder"))
-            + " |")
-    return "\n".join(lines)
+    rows = [[cell(a), *(f"{mean(a, st, 0):.2f} → {mean(a, st, 1):.2f}"
+                        for st in ("encoder", "decoder"))] for a in archs]
+    return md_table(["architecture", "encoder: at init → trained", "decoder: at init → trained"],
+                    rows)
 
 
 def excess_figure(P, l_sens, archs, warms, depths, floor):
@@ -814,13 +806,13 @@ def translation_tables(trecs, lrs) -> str:
             failed = sum(r.outcome.verdict in outcome.FAILED for r in rs)
             text = f"**{text}**" if lr == best else text
             cells.append(text + (f" ({failed} of {len(rs)} failed)" if failed else ""))
-        return f"| {a} | {w} | " + " | ".join(cells) + " |"
+        return [a, w, *cells]
 
-    head = "| architecture | warmup | " + " | ".join(f"lr {lr}" for lr in lrs) + " |\n|---|---|" + "---|" * len(lrs)
+    head = ["architecture", "warmup", *(f"lr {lr}" for lr in lrs)]
     bleu = lambda r: r.history.bleu[-1] if r.history.bleu else math.nan  # noqa: E731
     out = []
     for title, value, fmt in (("Held-out loss at the end (nats)", effects.end_loss, "{:.2f}"),
                               ("Greedy BLEU at the end", bleu, "{:.1f}")):
-        lines = [head] + [row(a, w, value, fmt) for a in archs for w in warms]
-        out.append(f"**{title}**, mean over seeds; bold: the row's best rate by loss\n\n" + "\n".join(lines))
+        table = md_table(head, [row(a, w, value, fmt) for a in archs for w in warms])
+        out.append(f"**{title}**, mean over seeds; bold: the row's best rate by loss\n\n{table}")
     return "\n\n".join(out)
