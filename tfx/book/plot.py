@@ -53,8 +53,8 @@ OUTCOME_COLORS = {"learned": "#2ca02c", "diverged": "#d62728", "did not learn": 
 # The verdicts of paired effects (tfx.runs.effects), as effects_plot draws them.
 VERDICT_COLORS = {"reproduces": "#1b9e77", "reversed": "#d62728",
                   "not resolved at this scale": "#777777"}
-# Inside a model (chapters 4–6): sub-layers by kind, the two stacks, and the Post-LN encoder
-# alone or under a decoder.
+# Inside a model: sub-layers by kind, the two stacks, and the Post-LN encoder alone or under a
+# decoder (chapter 5).
 SUBLAYER_COLORS = {"self-attn": "#1f77b4", "cross-attn": "#d62728", "ffn": "#7f7f7f"}
 STACK_COLORS = {"encoder": "#7f7f7f", "decoder": "#000000"}
 ENCODER_SETTING_COLORS = {"alone": "#d62728", "with a decoder": "#1f77b4"}
