@@ -164,8 +164,7 @@ def gallery_figure(P, pick):
         ax_l.plot(h.eval_step, h.eval_loss, "o", color=GREYS["ink"], ms=3, label="held-out loss")
     ax_l.axhline(o.chance, ls=":", color=GREYS["reference"], lw=1, label="chance")
     ax_l.axhline(outcome.learned_level(o.chance, o.floor), ls="--",
-                 color=OUTCOME_COLORS["learned"], lw=0.8,
-                 label="learned line")
+                 color=OUTCOME_COLORS["learned"], lw=0.8, label="learned line")
     g = np.asarray(h.grad_norm[:n], dtype=float)
     ax_g.plot(steps[: len(g)], g, color=c, lw=1.0)
     ax_g.set_yscale("log")
