@@ -69,3 +69,64 @@ def test_effects_plot_draws_every_seed_the_interval_and_the_verdict_colour():
     assert colours == {"#1b9e77", "#777777"}  # reproduces, not resolved
     assert [t.get_text() for t in ax.get_yticklabels()] == ["no effect", "warmup helps"]
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ the one colour registry
+# The colours a module of tfx/book still spells itself: each gives a thing a colour other than
+# the registry's for the same thing (a TODO(colours) comment marks the spot), kept so that the
+# committed figures stay as they are until the chapters are executed again.
+COLOUR_CONFLICTS = {
+    "admin_pages.py": {"#8c564b"},  # profiling-free Admin; COLORS["admin-profiling-free"] #1b9e77
+    "lm_pages.py": {"#d62728", "#ff7f0e"},  # ec1's outcomes; OUTCOME_COLORS differ
+    "theory_pages.py": {"#ff7f0e", "#9467bd"},  # chapter 1's optimisers; COLORS["sgd"], ["adam"]
+    "widgets.py": {"#d62728", "#1f77b4", "#2ca02c"},  # training explorer's warmups; WARMUP_COLORS
+}
+
+
+def _colour_literals(path) -> set:
+    """The #rrggbb colours spelled in the string literals of a Python file (comments skipped)."""
+    import io
+    import re
+    import tokenize
+
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return {c.lower() for t in tokens if t.type == tokenize.STRING
+            for c in re.findall(r"#[0-9a-fA-F]{6}\b", t.string)}
+
+
+def test_colours_are_spelled_only_in_the_registry():
+    """Every colour of tfx/book lives in plot.py (COLORS and the maps beside it); another
+    module spells one only where it is a listed conflict, and the list is exact (a conflict
+    resolved leaves it)."""
+    from pathlib import Path
+
+    found = {p.name: _colour_literals(p) for p in sorted(Path(plot.__file__).parent.glob("*.py"))
+             if p.name != "plot.py"}
+    assert {name: cs for name, cs in found.items() if cs} == COLOUR_CONFLICTS
+
+
+def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
+    from tfx.book import fixes_pages, training_pages
+
+    assert set(plot.LABELS) <= set(plot.COLORS)
+    together = {  # schemes that share a figure
+        "the schemes": ("post", "pre", "admin", "rezero", "deepnorm", "t-fixup", "lipschitz", "none"),
+        "where the norm goes": ("post", "pre", "peri-ln", "output-norm", "sub-ln", "ln-scaling", "dyt"),
+        "depth scalings": ("pre", "deepnorm", "admin", "t-fixup", "ln-scaling", "depth-mup"),
+        "schedules": ("constant", "cosine", "wsd-linear", "wsd-sqrt", "linear-decay"),
+    }
+    for name, keys in together.items():
+        assert len({plot.COLORS[k] for k in keys}) == len(keys), name
+    maps = {"TFIXUP_COLORS": fixes_pages.TFIXUP_COLORS, "LIPSCHITZ_COLORS": fixes_pages.LIPSCHITZ_COLORS,
+            "SCHEME_COLORS": fixes_pages.SCHEME_COLORS, "PALETTE": training_pages.PALETTE,
+            "FIX_COLORS": plot.FIX_COLORS, "OUTCOME_COLORS": plot.OUTCOME_COLORS,
+            "VERDICT_COLORS": plot.VERDICT_COLORS, "SUBLAYER_COLORS": plot.SUBLAYER_COLORS,
+            "STACK_COLORS": plot.STACK_COLORS, "SEED_COLORS": plot.SEED_COLORS,
+            "WARMUP_COLORS": plot.WARMUP_COLORS}
+    for name, m in maps.items():
+        colours = list(m.values()) if isinstance(m, dict) else list(m)
+        assert len(set(colours)) == len(colours), name
+    norms_drawn = (("LayerNorm", "RMSNorm", "DyT", "DyT, α = 0.1", "DyT, α = 0.02"),  # lr curves
+                   ("LayerNorm", "RMSNorm", "DyT, α = 0.5", "DyT, α = 2"))  # gain_figure
+    for keys in norms_drawn:
+        assert len({plot.NORM_COLORS[k] for k in keys}) == len(keys)

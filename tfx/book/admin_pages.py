@@ -15,8 +15,9 @@ from ..theory import change, fit, gradients
 from . import plot
 from .notebook import glue, glue_figure, md, md_table
 
-KIND_COLORS = {"self-attn": "#1f77b4", "cross-attn": "#d62728", "ffn": "#7f7f7f"}
-FREE_COLOR = "#8c564b"  # profiling-free Admin
+# profiling-free Admin. TODO(colours): differs from plot.COLORS["admin-profiling-free"]
+# (#1b9e77, chapter 12's); this one is T-Fixup's brown.
+FREE_COLOR = "#8c564b"
 SCHEME_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin (profiled)",
                 "admin-profiling-free": "Admin (profiling-free)"}
 
@@ -69,11 +70,11 @@ def sublayer_grads_figure(P, grads: dict, depth: int, name="fig-05-sublayer-grad
         for col, stack in enumerate(("encoder", "decoder")):
             g, ax = grads[placement][stack], axes[row, col]
             ax.bar(np.arange(1, len(g["relative"]) + 1), g["relative"],
-                   color=[KIND_COLORS[k] for k in g["kinds"]])
+                   color=[plot.SUBLAYER_COLORS[k] for k in g["kinds"]])
             ax.set_yscale("log")
             ax.set(title=f"{placement}-LN {stack}", xlabel="sub-layer i (bottom → top)",
                    ylabel="relative ‖Δx_i‖")
-    for kind, c in KIND_COLORS.items():
+    for kind, c in plot.SUBLAYER_COLORS.items():
         axes[0, 0].bar([0], [np.nan], color=c, label=kind)
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     fig.suptitle(f"Relative gradient norm of every sub-layer output at init "
@@ -95,11 +96,11 @@ def glue_cross_drop(measured, predicted, other) -> dict:
 def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
     fig, ax = plot.figure(P, width=6.5)
     layers = np.arange(1, len(measured) + 1)
-    ax.plot(layers, measured, "o-", color=KIND_COLORS["cross-attn"],
+    ax.plot(layers, measured, "o-", color=plot.SUBLAYER_COLORS["cross-attn"],
             label="measured ‖Δx_self‖ / ‖Δx_cross‖")
-    ax.plot(layers, predicted, "s--", color="#444444", mfc="none",
+    ax.plot(layers, predicted, "s--", color=plot.GREYS["reference"], mfc="none",
             label="predicted 1/√(1 + Var f_cross)")
-    ax.axhline(1, color="#999999", lw=0.8)
+    ax.axhline(1, color=plot.GREYS["guide"], lw=0.8)
     ax.set(ylim=(0, 1.2), xlabel="decoder layer l", ylabel="gradient kept across the sub-layer")
     ax.legend(loc="lower right")
     return glue_figure(name, fig)
@@ -152,7 +153,7 @@ def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
     fig, (a, b) = plot.figure(P, ncols=2, width=10)
     for k, runs in meas.items():
         prof = np.array([r[0] for r in runs])
-        c = "#d62728" if k == "alone" else "#1f77b4"
+        c = plot.ENCODER_SETTING_COLORS[k]
         a.plot(np.arange(1, prof.shape[1] + 1), prof.mean(0), "o-", ms=3, color=c,
                label=f"Post-LN encoder {k}")
         kinds = np.array(runs[0][1]["kinds"])
@@ -162,12 +163,12 @@ def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
             g = np.array([r[1]["backward_gain"][sel] for r in runs]).ravel()
             b.plot(v, g, mk, ms=3, color=c, mfc="none" if kind == "ffn" else c,
                    label=f"{kind}, encoder {k}")
-    a.axhline(1, color="#999999", lw=0.8)
+    a.axhline(1, color=plot.GREYS["guide"], lw=0.8)
     a.set(xlabel="encoder sub-layer i (bottom → top)", ylabel="‖Δx_i‖ / ‖Δx_top‖",
           title="gradient reaching each sub-layer")
     a.legend(fontsize=8)
     lim = [0, 1.05 * max(b.get_xlim()[1], b.get_ylim()[1])]
-    b.plot(lim, lim, "--", color="#444444", lw=1, label="g = v: no loss")
+    b.plot(lim, lim, "--", color=plot.GREYS["reference"], lw=1, label="g = v: no loss")
     b.set(xlabel="forward gain v_i", ylabel="backward gain g_i", title="each sub-layer's two gains")
     b.legend(fontsize=7)
     return glue_figure(name, fig)
@@ -204,7 +205,7 @@ def update_balance_figure(P, sizes: dict, window, name="fig-05-update-balance") 
     bins = np.logspace(-4, 0, 33)
     for ax, opt in zip(axes, sizes):
         s = sizes[opt]
-        ax.hist(s["grad"] / s["grad"].max(), bins=bins, alpha=0.6, color="#7f7f7f",
+        ax.hist(s["grad"] / s["grad"].max(), bins=bins, alpha=0.6, color=plot.GREYS["neutral"],
                 label="gradient RMS / max")
         ax.hist(s["update"] / s["update"].max(), bins=bins, alpha=0.6, color=plot.color(opt),
                 label=f"update RMS, steps {window[0]}→{window[1]} / max")
@@ -420,7 +421,7 @@ def theorem2_figure(P, th: dict, depths, name="fig-06-theorem2") -> str:
                 label=f"{pl}-LN, N = {', '.join(map(str, depths))}")
     xs = np.concatenate([p[0] for p in th["points"].values()])
     plot.fit_line(ax, xs, lambda x: th["slope"] * x + th["intercept"],
-                  f"one line for both: R² = {th['r2']:.2f}", color="#444444")
+                  f"one line for both: R² = {th['r2']:.2f}", color=plot.GREYS["reference"])
     ax.set(xlabel="Σ_i β²_ii (measured)", ylabel="‖ΔF‖² per token, random δ")
     ax.legend(fontsize=8)
     return glue_figure(name, fig)
@@ -431,7 +432,7 @@ def omega_figure(P, omegas: dict, free: dict, name="fig-07-omega") -> str:
     fig, axes = plot.figure(P, ncols=2, width=10, sharey=True)
     for ax, (stack, om) in zip(axes, omegas.items()):
         ax.bar(np.arange(1, len(om) + 1), om, color=plot.color("admin"), label="profiled ω_i")
-        ax.axhline(free[stack], ls="--", color="#444444", lw=1,
+        ax.axhline(free[stack], ls="--", color=plot.GREYS["reference"], lw=1,
                    label=f"profiling-free ω = {free[stack]:.2f}")
         ax.set(title=f"{stack}: {len(om)} sub-layers", xlabel="sub-layer i")
         ax.legend(loc="upper left")
@@ -511,7 +512,7 @@ def admin_beta_figure(P, b2: dict, name="fig-07-beta") -> str:
     for s, mk in (("post", "v"), ("pre", "s"), ("admin-profiling-free", "x"), ("admin", "o")):
         c = FREE_COLOR if s == "admin-profiling-free" else plot.color(s)
         ax.loglog(i, b2[s], mk, ms=4, color=c, label=SCHEME_NAMES[s])
-    ax.loglog(i, dependency.admin_beta_diag_sq(i), "-", color="#444444", lw=1,
+    ax.loglog(i, dependency.admin_beta_diag_sq(i), "-", color=plot.GREYS["reference"], lw=1,
               label="1/(i+1): the law, equal variances")
     ax.set(xlabel="sub-layer i", ylabel="β²_ii (held-out batch)")
     ax.legend(fontsize=8)
@@ -600,7 +601,7 @@ def profiling_figure(P, omega_by: dict, no_dropout: dict, name="fig-07-profiling
         i = np.arange(1, len(no_dropout[stack]) + 1)
         ax.plot(i, omega_by["train"][stack], "o-", color=plot.color("admin"), ms=4,
                 label=PROFILING["train"])
-        ax.plot(i, omega_by["eval"][stack], "s--", color="#444444", ms=4,
+        ax.plot(i, omega_by["eval"][stack], "s--", color=plot.GREYS["reference"], ms=4,
                 label=PROFILING["eval"])
         ax.plot(i, no_dropout[stack], "x", color=FREE_COLOR, ms=7,
                 label="no dropout (either mode)")
@@ -633,7 +634,8 @@ def profiling_effect_figure(P, b2_prof: dict, out_change: dict, lr: float,
 
     fig, axes = plot.figure(P, ncols=2, width=10)
     i = np.arange(1, len(b2_prof["train"]) + 1)
-    for mode, mk, c in (("train", "o-", plot.color("admin")), ("eval", "s--", "#444444")):
+    for mode, mk, c in (("train", "o-", plot.color("admin")),
+                        ("eval", "s--", plot.GREYS["reference"])):
         axes[0].semilogy(i, b2_prof[mode], mk, color=c, ms=4, label=PROFILING[mode])
     axes[0].semilogy(i, dependency.admin_beta_diag_sq(i), "-", color=FREE_COLOR, lw=1,
                      label="1/(i+1)")
@@ -643,7 +645,7 @@ def profiling_effect_figure(P, b2_prof: dict, out_change: dict, lr: float,
     for k, mode in enumerate(PROFILING):
         means = [out_change[kind][mode].mean() for kind in ("random", "adam")]
         axes[1].bar(x + (k - 0.5) * 0.38, means, 0.38,
-                    color=plot.color("admin") if mode == "train" else "#999999",
+                    color=plot.color("admin") if mode == "train" else plot.GREYS["guide"],
                     label=PROFILING[mode])
         for j, kind in enumerate(("random", "adam")):
             vals = out_change[kind][mode]

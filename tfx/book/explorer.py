@@ -40,8 +40,6 @@ import numpy as np
 # Vega-Lite text sizes (px): nothing in an explorer is drawn below MIN_FONT_PX.
 MIN_FONT_PX = 11
 _FONT = {"axis": 12, "title": 13, "note": 12, "legend": 12}
-# Series whose label is not a scheme name (tfx.book.plot.COLORS) take these, in order.
-_PALETTE = ["#444444", "#17becf", "#bcbd22", "#e377c2", "#8c564b", "#aec7e8", "#98df8a", "#c5b0d5"]
 STYLES = ("solid", "dashed", "faint", "bold")
 
 
@@ -83,12 +81,12 @@ class Panel:
 
 
 def _color(panel: Panel, label: str, k: int) -> str:
-    from .plot import COLORS
+    from .plot import COLORS, UNNAMED_SERIES_COLORS
 
     if label in panel.colors:
         return panel.colors[label]
     first = label.replace("-LN", " ").replace("(", " ").split()[0].lower() if label.strip() else ""
-    return COLORS.get(first, _PALETTE[k % len(_PALETTE)])
+    return COLORS.get(first, UNNAMED_SERIES_COLORS[k % len(UNNAMED_SERIES_COLORS)])
 
 
 def _num(v: float):
@@ -191,6 +189,8 @@ class Explorer:
     # ---------------------------------------------------------------- HTML: Vega-Lite, every state
     def spec(self) -> dict:
         """The Vega-Lite spec with every state precomputed and the controls bound to parameters."""
+        from .plot import GREYS
+
         states = self.states()
         figures = [self.panels(**s) for s in states]
         n_panels = max(len(f) for f in figures)
@@ -227,7 +227,7 @@ class Explorer:
         footer = str(self.P) if self.P is not None else ""
         return _drop_none({
             "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
-            "background": "#ffffff",  # readable in the theme's dark mode too
+            "background": GREYS["paper"],  # readable in the theme's dark mode too
             "padding": 6,
             "title": ({"text": self.title, "subtitle": footer, "fontSize": _FONT["title"] + 1,
                        "subtitleFontSize": MIN_FONT_PX, "anchor": "start", "limit": 2 * self.panel_width + 150}
@@ -245,7 +245,7 @@ class Explorer:
                            "direction": "vertical", "labelLimit": self.panel_width + 20, "rowPadding": 2,
                            "layout": {"bottom": {"anchor": "start", "direction": "vertical"}}},
                 "title": {"fontSize": _FONT["title"], "subtitleFontSize": _FONT["note"], "anchor": "start",
-                          "subtitleColor": "#333333", "limit": self.panel_width + 70},
+                          "subtitleColor": GREYS["ink"], "limit": self.panel_width + 70},
                 "view": {"stroke": None},
             },
         })

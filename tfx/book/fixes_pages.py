@@ -22,15 +22,17 @@ from . import training_pages
 from .evidence import seed_cells
 from .explorer import Explorer
 from .notebook import glue, glue_figure, md_table
-from .plot import color, effects_plot, figure
+from .plot import BOUND_COLORS, GREYS, color, effects_plot, figure
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
 
 # Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz, schemes).
-TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": "#c49c94",
-                 "T-Fixup, embeddings only": "#e7ba52", "Xavier, no LN": color("none"),
-                 "Post-LN": color("post"), "Post-LN, warmup": "#ff9896", "Pre-LN": color("pre")}
-LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"), "Lipschitz linears": "#9edae5",
-                    "Xavier": color("post"), "Xavier, warmup": "#ff9896"}
+TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": color("t-fixup-weights"),
+                 "T-Fixup, embeddings only": color("t-fixup-embeddings"),
+                 "Xavier, no LN": color("none"), "Post-LN": color("post"),
+                 "Post-LN, warmup": color("post+warmup"), "Pre-LN": color("pre")}
+LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"),
+                    "Lipschitz linears": color("lipschitz-linears"),
+                    "Xavier": color("post"), "Xavier, warmup": color("post+warmup")}
 SCHEME_COLORS = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
                  "T-Fixup": color("t-fixup"), "ReZero": color("rezero"), "DeepNorm": color("deepnorm")}
 DIVERGED_MARK = dict(marker="x", ms=7, mew=1.6, ls="none")
@@ -96,7 +98,7 @@ def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""
     for ax, (panel, variants) in zip(axes, groups.items()):
         finite, any_diverged = [chance], False
         for v in variants:
-            c = colors.get(v, "#333333")
+            c = colors.get(v, GREYS["ink"])
             mine = results.select(records, **{axis: v})
             curves = sensitivity.curves(mine)
             for lrs, vals in curves.values():
@@ -118,7 +120,7 @@ def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""
         else:
             ax.set_ylim(0, max(finite) * 1.15)
         if any_diverged:
-            ax.plot([], [], color="#333333", label="× diverged (no final loss)", **DIVERGED_MARK)
+            ax.plot([], [], color=GREYS["ink"], label="× diverged (no final loss)", **DIVERGED_MARK)
         ax.set_xscale("log")
         ax.set(xlabel="learning rate", ylabel="held-out loss at the end (nats)")
         ax.set_title(panel, fontsize=10)
@@ -222,7 +224,7 @@ def tfixup_lhs_figure(P, lhs: dict, fits: dict):
                           mfc="white" if stack == "decoder" else None,
                           label=f"{init}, {stack} (slope {fits[m_kind, init, stack][0]:.2f})")
         L_all = np.unique(np.concatenate([lhs[m_kind]["t-fixup"][s]["L"] for s in ("encoder", "decoder")]))
-        ax.loglog(L_all, 1 / L_all, ":", color="#444444", label="1/L")
+        ax.loglog(L_all, 1 / L_all, ":", color=GREYS["reference"], label="1/L")
         ticks = [int(L_all[0])]
         for L in L_all[1:]:
             if L >= 1.3 * ticks[-1]:  # keep the labels apart on a log axis
@@ -367,7 +369,8 @@ def v1_scales_figure(P, scales: dict, depth: int):
             c = color("lipschitz") if init == "lipschitz" else color("post")
             axes[0].plot(i, r["sigma"], ls, color=c, marker=".", label=f"{init}, {stack}")
             axes[1].semilogy(i, r["carried"], ls, color=c, label=f"{init}, {stack}")
-    axes[0].axhline(1, color="#444444", lw=1, ls=":", label="σ = 1 (Xu et al.'s target: σ ≤ 1)")
+    axes[0].axhline(1, color=GREYS["reference"], lw=1, ls=":",
+                    label="σ = 1 (Xu et al.'s target: σ ≤ 1)")
     axes[0].set_ylim(bottom=0)
     axes[0].set_ylabel("σ = std(in_res + in_model)")
     axes[1].set_ylabel("∏ w/σ: share of the embedding carried")
@@ -394,8 +397,8 @@ def interval_std_figure(P, rand, mc0: dict, names):
     ax.hist(rand, bins=60, color=color("lipschitz"), alpha=0.7, label="random discrete distributions")
     for k, name in enumerate(names):
         ax.axvline(mc0[name]["over_paper"], color=f"C{k}", lw=1.2, label=name)
-    ax.axvline(0.5, color="#444444", ls="--", lw=1.5, label="Popoviciu: (b − a)/2")
-    ax.axvline(1.0, color="#d62728", ls=":", lw=1.5, label="Xu et al.: b − a")
+    ax.axvline(0.5, color=BOUND_COLORS["Popoviciu"], ls="--", lw=1.5, label="Popoviciu: (b − a)/2")
+    ax.axvline(1.0, color=BOUND_COLORS["Xu et al."], ls=":", lw=1.5, label="Xu et al.: b − a")
     ax.set(xlabel="σ / (b − a)", ylabel="count", xlim=(0, 1.05))
     ax.legend(fontsize=7)
     return fig
@@ -456,7 +459,7 @@ def rezero_figure(P, drifts: dict, alpha_grad: dict, branch_grad: float, depth: 
         g = alpha_grad[s]
         b.plot(np.arange(1, len(g) + 1), g, mk + "-", ms=4, color=color("rezero"),
                alpha=0.5 if s == "encoder" else 1, label=f"|∂L/∂α_i|, {s}")
-    b.axhline(branch_grad, ls=":", color="#444444", lw=1,
+    b.axhline(branch_grad, ls=":", color=GREYS["reference"], lw=1,
               label=f"largest branch-weight gradient: {branch_grad:.1g}")
     b.set(xlabel="sub-layer i (bottom → top)", ylabel="gradient norm")
     b.set_title(f"ReZero, {depth}+{depth} layers: who gets a gradient at step 1", fontsize=10)
@@ -599,7 +602,8 @@ def training_figure(P, records, schemes: dict, task_name: str, depth: int, lr: f
     for k, (key, label) in enumerate(schemes.items()):
         s = outcome.summarize(groups[label])
         b.plot([k] * s["n"], s["losses"], "o", color=color(key), ms=6, alpha=0.8, label=label)
-    b.axhline(records[0].history.chance_loss, ls=":", color="#444444", lw=1, label="chance")
+    b.axhline(records[0].history.chance_loss, ls=":", color=GREYS["reference"], lw=1,
+              label="chance")
     b.set_xticks(range(len(schemes)), list(schemes.values()), fontsize=8)
     b.set_ylim(bottom=0)
     b.set_ylabel(f"held-out loss after {steps} steps")

@@ -28,7 +28,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from ..runs import outcome, results
 from ..theory import optimiser as O
 from .optimiser_pages import spike_example
-from .plot import figure
+from .plot import GREYS, OUTCOME_COLORS, figure
 
 # Where each shape is looked for: the committed sweep whose runs show it.
 SOURCES = {
@@ -149,10 +149,6 @@ def grad_norm_rise(record) -> float:
     return float(np.log10(g.max() / g[0])) if g.size else math.nan
 
 
-_COLORS = {"diverged": "#d62728", "did not learn": "#7f7f7f", "still learning": "#1f77b4",
-           "spiking": "#ff7f0e"}
-
-
 def gallery_figure(P, pick):
     """Left: the run's training loss (line), held-out loss (dots), the chance loss and the
     learned line; right: its gradient norm (before clipping) on a log scale. A diverged run
@@ -160,15 +156,15 @@ def gallery_figure(P, pick):
     r, h = pick.record, pick.record.history
     o = outcome.judge(r)
     fig, (ax_l, ax_g) = figure(P, ncols=2, height=3.0, task=r.task)
-    c = _COLORS.get(pick.kind, "#333333")
+    c = OUTCOME_COLORS.get(pick.kind, GREYS["ink"])
     n = min(len(h.step), len(h.loss))
     steps, loss = np.asarray(h.step[:n]), np.asarray(h.loss[:n], dtype=float)
     ax_l.plot(steps, loss, color=c, lw=1.0, label="training loss")
     if h.eval_loss:
-        ax_l.plot(h.eval_step, h.eval_loss, "o", color="#333333", ms=3, label="held-out loss")
-    ax_l.axhline(o.chance, ls=":", color="#444444", lw=1, label="chance")
-    ax_l.axhline(outcome.learned_level(o.chance, o.floor), ls="--", color="#2ca02c", lw=0.8,
-                 label="learned line")
+        ax_l.plot(h.eval_step, h.eval_loss, "o", color=GREYS["ink"], ms=3, label="held-out loss")
+    ax_l.axhline(o.chance, ls=":", color=GREYS["reference"], lw=1, label="chance")
+    ax_l.axhline(outcome.learned_level(o.chance, o.floor), ls="--",
+                 color=OUTCOME_COLORS["learned"], lw=0.8, label="learned line")
     g = np.asarray(h.grad_norm[:n], dtype=float)
     ax_g.plot(steps[: len(g)], g, color=c, lw=1.0)
     ax_g.set_yscale("log")
@@ -179,7 +175,7 @@ def gallery_figure(P, pick):
         ax_l.yaxis.set_minor_formatter(NullFormatter())
     for t in spikes(r) if pick.kind == "spiking" else ():
         for ax in (ax_l, ax_g):
-            ax.axvline(t, ls="--", color="#999999", lw=0.8)
+            ax.axvline(t, ls="--", color=GREYS["guide"], lw=0.8)
     if pick.kind == "spiking":  # the spikes sit above a falling curve: show them, not step 0
         after = steps >= r.train_config.warmup
         lo, hi = np.nanmin(loss[after]), np.nanmax(loss[after])
@@ -216,14 +212,14 @@ def broken_figure(P, run, control, at: int):
     grey) from step 1; right: their gradient norms (before clipping), log scale; the injection
     step ``at`` dashed on both."""
     fig, (ax_l, ax_g) = figure(P, ncols=2, height=3.0, task=run.task)
-    for rec, color, label in ((control, "#999999", "the same seed, left alone"),
-                              (run, _COLORS.get("spiking", "#d95f02"), run.point.get("cause", run.label))):
+    for rec, color, label in ((control, GREYS["guide"], "the same seed, left alone"),
+                              (run, OUTCOME_COLORS["spiking"], run.point.get("cause", run.label))):
         h = rec.history
         n = min(len(h.step), len(h.loss), len(h.grad_norm))
         ax_l.plot(h.step[:n], h.loss[:n], color=color, lw=0.9, label=label)
         ax_g.plot(h.step[:n], h.grad_norm[:n], color=color, lw=0.9)
     for ax in (ax_l, ax_g):
-        ax.axvline(at, ls="--", color="#444444", lw=0.8)
+        ax.axvline(at, ls="--", color=GREYS["reference"], lw=0.8)
     lo = min(min(control.history.loss), min(run.history.loss))
     hi = max(v for v in run.history.loss[at - 1:] if math.isfinite(v))
     ax_l.set_ylim(lo - 0.2, max(hi, lo + 3.0) + 0.3)  # the fall after the first steps, and the whole spike

@@ -14,7 +14,7 @@ from scipy import stats
 
 from ..theory import optimiser as O
 from .notebook import md_table
-from .plot import color, figure
+from .plot import QUADRATIC_RUN_COLORS, RECIPE_COLORS, SPIKE_COLORS, color, figure
 
 # chapter 17: a spike agrees with its prediction when the observed onset is within 3 % of the
 # predicted distance from the start of v's decay (t₀), plus one step
@@ -72,7 +72,7 @@ def quadratic_figure(P, runs: dict, predicted: int | None, floor: float = 1e-80)
     curvature a_t h of the adaptive runs against their threshold, the predicted crossing
     dashed. One colour per run in both panels."""
     fig, (a, b) = figure(P, ncols=2, width=10, height=3.6)
-    colours = dict(zip(runs, ("#555555", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")))
+    colours = dict(zip(runs, QUADRATIC_RUN_COLORS))
     for name, run in runs.items():
         steps = np.arange(1, len(run.loss) + 1)
         a.semilogy(steps, np.maximum(run.loss, floor / 10), label=name, lw=1, color=colours[name])
@@ -259,8 +259,7 @@ def log_z_figure(P, records, recipes, axis: str = "recipe"):
     from ..runs import effects, traces
 
     fig, ax = figure(P, width=6.4, height=3.4, task=records[0].task)
-    palette = ["#7f7f7f", "#d95f02", "#1b9e77", "#7570b3"]
-    for c, name in zip(palette, recipes):
+    for c, name in zip(RECIPE_COLORS, recipes):
         best, runs = effects.runs_at_best_rate(records, **{axis: name})
         series = [traces.trace(r.history, "log_z") for r in runs]
         for steps, vals in series:
@@ -339,11 +338,11 @@ def spike_figure(P, run, effect):
     ax.plot(h.step, h.loss, color="0.35", lw=0.8, label="training loss")
     ax.set(xlabel="step", ylabel="training loss (nats)")
     twin = ax.twinx()
-    twin.plot(h.step, O.relative_to_running_median(h.update_norm), color="#d95f02", lw=0.8,
-              label="update norm / running median")
-    twin.set_ylabel("update norm / running median", color="#d95f02")
+    twin.plot(h.step, O.relative_to_running_median(h.update_norm), lw=0.8,
+              color=SPIKE_COLORS["update norm"], label="update norm / running median")
+    twin.set_ylabel("update norm / running median", color=SPIKE_COLORS["update norm"])
     for t in O.loss_spikes(h.loss, after=run.train_config.warmup):
-        ax.axvline(h.step[t], color="#1f78b4", lw=0.8, ls=":")
+        ax.axvline(h.step[t], color=SPIKE_COLORS["onset"], lw=0.8, ls=":")
     ax.set_title(f"{run.point.get('recipe', '')} · lr {rate_name(run.train_config.lr)} · seed {run.seed}", fontsize=9)
     if effect is not None:
         effects_plot(ax_e, [("before − every step", effect)], xlabel="difference in update norm / median")

@@ -13,15 +13,86 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-# One colour per scheme, the same in every chapter.
+# ------------------------------------------------------------------------------- colours
+# The one registry of the book's colours: every colour a figure or an explorer gives a named
+# thing is here, keyed by the thing's name, so that a thing looks the same on every page. The
+# chapters' modules read them from here (tests/book/test_plot.py fails on a colour spelled
+# anywhere else in tfx/book, except the listed conflicts).
+
+# One colour per scheme (the keys of tfx.nn.config.SCHEMES), optimiser and schedule. Figures
+# and explorers also look a label's first word up here ("Post-LN, lr 1e-3" → "post"), so a
+# family whose names could start a label ("diverged", "encoder") has a map of its own below.
 COLORS = {
     "post": "#d62728", "pre": "#1f77b4", "admin": "#2ca02c", "rezero": "#9467bd",
     "deepnorm": "#ff7f0e", "none": "#7f7f7f", "t-fixup": "#8c564b", "lipschitz": "#e377c2",
-    "adam": "#1f77b4", "sgd": "#d62728",
+    "admin-profiling-free": "#1b9e77", "t-fixup-weights": "#c49c94",
+    "t-fixup-embeddings": "#e7ba52", "lipschitz-linears": "#9edae5",
+    "post+warmup": "#ff9896",  # Post-LN trained with warmup: its scheme's red, lighter
+    "post-enc-pre-dec": "#666666",  # a Post-LN encoder under a Pre-LN decoder (chapter 12)
+    # where the norm goes (chapter 15) and how a branch scales with depth (depth-μP)
+    "peri-ln": "#2ca02c", "output-norm": "#ff7f0e", "sub-ln": "#9467bd", "ln-scaling": "#17becf",
+    "dyt": "#bcbd22", "depth-mup": "#444444",
+    "adam": "#1f77b4", "sgd": "#d62728", "radam": "#1b9e77",
     # the learning-rate schedules of tfx.nn.config (chapter 20: figure and explorer alike)
     "constant": "#444444", "cosine": "#17becf", "wsd-linear": "#bcbd22", "wsd-sqrt": "#e377c2",
     "linear-decay": "#8c564b",
 }
+# Figures that name schemes by their labels ("Post-LN") rather than their keys.
+ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
+# Chapter 14's fixes for logits that grow.
+FIX_COLORS = {"no fix": "#7f7f7f", "QK-norm": "#1f77b4", "z-loss": "#ff7f0e",
+              "soft-capping": "#9467bd"}
+# The norms of chapter 15b; DyT at its default α (0.5) is the scheme "dyt".
+NORM_COLORS = {"LayerNorm": "#1f77b4", "RMSNorm": "#17becf", "DyT": COLORS["dyt"],
+               "DyT, α = 0.5": COLORS["dyt"], "DyT, α = 2": "#8c564b",
+               "DyT, α = 0.1": "#8c564b", "DyT, α = 0.02": "#e377c2"}
+# How a run ended (tfx.runs.outcome's verdicts, and a run with loss spikes); "learned" also
+# colours the level a run must reach to count as learned.
+OUTCOME_COLORS = {"learned": "#2ca02c", "diverged": "#d62728", "did not learn": "#7f7f7f",
+                  "still learning": "#1f77b4", "spiking": "#ff7f0e"}
+# The verdicts of paired effects (tfx.runs.effects), as effects_plot draws them.
+VERDICT_COLORS = {"reproduces": "#1b9e77", "reversed": "#d62728",
+                  "not resolved at this scale": "#777777"}
+# Inside a model: sub-layers by kind, the two stacks, and the Post-LN encoder alone or under a
+# decoder (chapter 5).
+SUBLAYER_COLORS = {"self-attn": "#1f77b4", "cross-attn": "#d62728", "ffn": "#7f7f7f"}
+STACK_COLORS = {"encoder": "#7f7f7f", "decoder": "#000000"}
+ENCODER_SETTING_COLORS = {"alone": "#d62728", "with a decoder": "#1f77b4"}
+# A closed form against its autograd check (chapter 3); chapter 9's two bounds on σ/(b − a).
+CHECK_COLORS = {"closed form": "#1f77b4", "autograd": "#d62728"}
+BOUND_COLORS = {"Popoviciu": "#444444", "Xu et al.": "#d62728"}
+# A loss spike's onset and the update norm read before it (chapter 17).
+SPIKE_COLORS = {"onset": "#1f78b4", "update norm": "#d95f02"}
+# The book's map (chapter 1): a box's fill says what it is, an arrow's colour what it does.
+MAP_FILLS = {"problem": "#fff2cc", "mechanism": "#dae8fc", "failure": "#f8cecc",
+             "ruled out": "#eeeeee", "fix": "#d5e8d4"}
+MAP_ARROW_COLORS = {"cause": "#333333", "fix": "#2ca02c", "ruled out": "#888888"}
+
+# Things drawn in an order rather than by name: each sequence, first to last.
+SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")  # Dark2
+WARMUP_COLORS = ("#d95f02", "#e6ab02", "#66a61e", "#1b9e77")  # no warmup … the longest
+BETA2_COLORS = ("#1b9e77", "#d95f02", "#7570b3")  # RAdam's β₂ values (chapter 11)
+# chapter 11's optimiser settings (Adam at two rates, then SGD)
+OPTIMISER_SETTING_COLORS = ("#7570b3", "#d95f02", "#666666")
+# chapter 17's runs on a quadratic: gradient descent, then the Adam variants
+QUADRATIC_RUN_COLORS = ("#555555", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")
+RECIPE_COLORS = ("#7f7f7f", "#d95f02", "#1b9e77", "#7570b3")  # chapter 19's recipes
+# an explorer's series whose label names no scheme (tfx.book.explorer)
+UNNAMED_SERIES_COLORS = ("#444444", "#17becf", "#bcbd22", "#e377c2", "#8c564b", "#aec7e8",
+                         "#98df8a", "#c5b0d5")
+
+# Greys, for what is not one of the things compared.
+GREYS = {
+    "ink": "#333333",  # text, and a series with no colour of its own
+    "reference": "#444444",  # chance, a prediction, a fit: what the runs are read against
+    "heading": "#555555",  # a column's heading on the map
+    "stamp": "#666666",  # the profile stamp
+    "neutral": "#7f7f7f",  # the gradient an update is compared with (chapter 5)
+    "mark": "#888888",  # a value marked on an axis (DyT's default α)
+    "guide": "#999999",  # a level or a step drawn for the eye (y = 1, a spike), a control run
+    "paper": "#ffffff",  # an explorer's background (white in the theme's dark mode too)
+}
+
 # How a figure names each scheme of tfx.nn.config.SCHEMES (the same keys).
 LABELS = {
     "post": "Post-LN (Xavier)", "pre": "Pre-LN (Xavier)", "admin": "Admin",
@@ -46,7 +117,7 @@ def use_style():
     matplotlib.rcParams.update(STYLE)
 
 
-def color(name: str, default: str = "#333333") -> str:
+def color(name: str, default: str = GREYS["ink"]) -> str:
     return COLORS.get(name, default)
 
 
@@ -55,7 +126,7 @@ STAMP_HEIGHT_IN = 0.16  # the strip under the axes that the stamp (7 pt) lives i
 
 def stamp(fig, profile) -> None:
     """Write 'profile: … · device: …' in the figure's bottom-right corner."""
-    fig.text(0.995, 0.005, str(profile), ha="right", va="bottom", fontsize=7, color="#666666")
+    fig.text(0.995, 0.005, str(profile), ha="right", va="bottom", fontsize=7, color=GREYS["stamp"])
 
 
 def figure(profile, ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None,
@@ -94,7 +165,8 @@ def loss_curves(ax, histories: dict, smooth: int = 1, chance: bool = True, key: 
     if chance and histories:
         cl = next(iter(histories.values())).chance_loss
         if math.isfinite(cl):
-            ax.axhline(cl, ls=":", color="#444444", lw=1, label="chance (best prediction ignoring the input)")
+            ax.axhline(cl, ls=":", color=GREYS["reference"], lw=1,
+                       label="chance (best prediction ignoring the input)")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (nats/token)" if key == "loss" else key)
     ax.legend()
@@ -151,10 +223,6 @@ def overlapping_tick_labels(fig) -> list:
     return found
 
 
-ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
-FIX_COLORS = {"no fix": "#7f7f7f", "QK-norm": "#1f77b4", "z-loss": "#ff7f0e", "soft-capping": "#9467bd"}
-
-
 def lr_curves(ax, records, archs, title: str = "", axis: str = "architecture", colors: dict | None = None):
     """Held-out loss at the end of each run against its learning rate (log axis), for each
     variant in ``archs`` of the records' ``axis`` (default: ``architecture``; colours from
@@ -191,11 +259,10 @@ def effects_plot(ax, items, title: str = "", xlabel: str = "paired difference (n
     ``(label, effect)`` of ``items``, every seed's difference as a dot, the mean as a bar tick
     and its 95 % interval as a line; 0 dashed. A row's colour says its verdict: green where it
     reproduces the claim, red where it is reversed, grey where the interval holds 0."""
-    verdict_colors = {"reproduces": "#1b9e77", "reversed": "#d62728", "not resolved at this scale": "#777777"}
     items = list(items)
     for row, (label, e) in enumerate(items):
         y = len(items) - 1 - row
-        c = verdict_colors[e.verdict]
+        c = VERDICT_COLORS[e.verdict]
         ax.plot(list(e.diffs.values()), [y] * e.n, "o", ms=4, color=c, alpha=0.55, zorder=2)
         if e.low == e.low:  # an interval exists (more than one seed)
             ax.plot([e.low, e.high], [y, y], "-", lw=2.5, color=c, zorder=3)

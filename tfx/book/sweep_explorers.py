@@ -24,10 +24,9 @@ import numpy as np
 
 from ..runs import outcome, results, traces
 from .explorer import Explorer, Panel
+from .plot import GREYS, SEED_COLORS  # one colour per seed: seeds are runs of one setting
 
-# One colour per seed (ColorBrewer Dark2): seeds are runs of one setting, not schemes.
-SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")
-REFERENCE_COLOR = "#444444"
+REFERENCE_COLOR = GREYS["reference"]  # chance, the floor, the learned level
 
 
 
@@ -235,7 +234,8 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
         note = _failures(row, "train.lr") if row else f"not recorded yet: {architecture}, {beta2}"
         final = Panel(title=f"final loss against lr, {beta2}", x="peak learning rate", y="final loss (nats/token)",
                       xlog=True, points=points, lines=lines, styles=styles,
-                      colors={**colors, "chance": REFERENCE_COLOR, "chosen lr": "#999999"}, note=note)
+                      colors={**colors, "chance": REFERENCE_COLOR, "chosen lr": GREYS["guide"]},
+                      note=note)
         return [final, curves]
 
     return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)",

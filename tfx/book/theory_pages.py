@@ -18,6 +18,7 @@ from .notebook import glue, glue_figure, md_table
 
 # Chapter 1 draws optimisers and placements in neighbouring panels: they get their own pair
 # of colours so that red/blue means Post-/Pre-LN only (the placements keep plot.COLORS').
+# TODO(colours): differs from plot.COLORS["sgd"] (#d62728) and ["adam"] (#1f77b4).
 OPTIMISER_COLORS = {"sgd": "#ff7f0e", "adam": "#9467bd"}
 
 
@@ -26,7 +27,7 @@ OPTIMISER_COLORS = {"sgd": "#ff7f0e", "adam": "#9467bd"}
 # ------------------------------------------------------------------ chapter 1: why hard
 SIGNAL_NAMES = {"plain": "plain (no residual)", "residual": "residual, no LN",
                 "post": "Post-LN", "pre": "Pre-LN"}
-SIGNAL_COLORS = {"plain": "#444444", "residual": plot.color("none"),
+SIGNAL_COLORS = {"plain": plot.GREYS["reference"], "residual": plot.color("none"),
                  "post": plot.color("post"), "pre": plot.color("pre")}
 
 
@@ -70,7 +71,7 @@ def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
     fig, (a, b) = plot.figure(P, ncols=2, height=3.6)
     g = np.array(list(adam["grad_rms"].values()))
     order = np.argsort(g)
-    a.semilogy(g[order], ".", color="#444444", label="gradient RMS")
+    a.semilogy(g[order], ".", color=plot.GREYS["reference"], label="gradient RMS")
     a.semilogy(np.array(list(sgd["update_rms"].values()))[order], "1",
                color=OPTIMISER_COLORS["sgd"], label="SGD step")
     a.semilogy(np.array(list(adam["update_rms"].values()))[order], "2",
@@ -81,7 +82,7 @@ def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
     for pl, rs in steps.items():
         b.loglog(lrs, [r["output_change"] for r in rs], "o-", ms=3, color=plot.color(pl),
                  label=f"{pl}-LN")
-    b.axhline(steps["post"][0]["output_norm"], ls=":", color="#444444", lw=1,
+    b.axhline(steps["post"][0]["output_norm"], ls=":", color=plot.GREYS["reference"], lw=1,
               label="‖logits‖² at init")
     b.set_xlabel("learning rate of the first Adam step", loc="left")
     b.set(ylabel="‖Δ logits‖² per token", title="output change after one step")
@@ -154,8 +155,6 @@ MAP_NODES = {
     "fix-admin": (5.0, 6.4, "Admin, ReZero, DeepNorm,\nLipschitz init", "fix"),
     "fix-tfix": (8.8, 0.8, "T-Fixup", "fix"),
 }
-MAP_FILL = {"problem": "#fff2cc", "mechanism": "#dae8fc", "failure": "#f8cecc",
-            "ruled out": "#eeeeee", "fix": "#d5e8d4"}
 MAP_EDGES = [  # (from, to, words, kind): "cause" solid dark, "fix" dashed green
     ("post", "dep", "makes", "cause"), ("post", "grad", "makes", "cause"),
     ("jac", "grad", "shapes", "cause"), ("dep", "fail", "amplifies steps", "cause"),
@@ -165,8 +164,8 @@ MAP_EDGES = [  # (from, to, words, kind): "cause" solid dark, "fix" dashed green
     ("fix-warm", "fail", "small first steps", "fix"),
     ("fix-tfix", "fail", "no LN, scaled init", "fix"),
 ]
-EDGE_STYLE = {"cause": dict(color="#333333", ls="-"), "fix": dict(color="#2ca02c", ls="--"),
-              "ruled out": dict(color="#888888", ls=":")}
+EDGE_STYLE = {kind: dict(color=plot.MAP_ARROW_COLORS[kind], ls=ls)
+              for kind, ls in (("cause", "-"), ("fix", "--"), ("ruled out", ":"))}
 LABEL_AT = {("adam", "fail"): 0.3}  # where along the arrow its words sit (default: middle)
 
 
@@ -177,8 +176,8 @@ def map_figure(P):
     boxes = {}
     for key, (x, y, text, kind) in MAP_NODES.items():
         boxes[key] = ax.text(x, y, text, ha="center", va="center", fontsize=8.5, zorder=3,
-                             bbox=dict(boxstyle="round,pad=0.45", fc=MAP_FILL[kind],
-                                       ec="#444444", lw=0.8))
+                             bbox=dict(boxstyle="round,pad=0.45", fc=plot.MAP_FILLS[kind],
+                                       ec=plot.GREYS["reference"], lw=0.8))
     for a, b, words, kind in MAP_EDGES:
         st = EDGE_STYLE[kind]
         ax.annotate("", xy=MAP_NODES[b][:2], xytext=MAP_NODES[a][:2], zorder=2,
@@ -193,7 +192,8 @@ def map_figure(P):
                 style="italic" if kind == "fix" else "normal", zorder=4,
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
     for x, label in ((1.3, "problems"), (5.0, "mechanisms"), (8.8, "failure")):
-        ax.text(x, 7.35, label, ha="center", fontsize=10, weight="bold", color="#555555")
+        ax.text(x, 7.35, label, ha="center", fontsize=10, weight="bold",
+                color=plot.GREYS["heading"])
     ax.plot([], [], color=EDGE_STYLE["cause"]["color"], label="causes")
     ax.plot([], [], color=EDGE_STYLE["fix"]["color"], ls="--", label="a fix acts here")
     ax.legend(loc="lower center", ncol=2, fontsize=8, bbox_to_anchor=(0.5, -0.02))
@@ -353,7 +353,7 @@ def pre_ln_jacobian_figure(P, jac, stream_norms, d: int):
     fig, a = plot.figure(P)
     a.plot(layers, jac, "o-", color=plot.color("pre"),
            label=r"measured $\|J_{LN}\|_2$ (Pre-LN, FFN norm)")
-    a.plot(layers, np.sqrt(d) / np.asarray(stream_norms), "--", color="#444444",
+    a.plot(layers, np.sqrt(d) / np.asarray(stream_norms), "--", color=plot.GREYS["reference"],
            label=r"$\sqrt{d}/\|x_l\|$ from the stream")
     a.set_xlabel("layer l")
     a.set_ylabel("LayerNorm Jacobian norm")

@@ -21,13 +21,16 @@ import numpy as np
 
 from ..runs import outcome, results, sensitivity
 from ..runs.sweep import first_step_below
-from .plot import color, effects_plot, figure, lr_curves
+from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, WARMUP_COLORS, color, effects_plot,
+                   figure, lr_curves)
 from .notebook import glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
 
-PALETTE = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
-           "Admin (profiling-free)": "#1b9e77", "Post-LN enc / Pre-LN dec": "#666666",
-           "T-Fixup (no LN)": color("t-fixup"), "Lipschitz init (Post-LN)": color("lipschitz")}
-WARM_COLORS = ("#d95f02", "#e6ab02", "#66a61e", "#1b9e77")
+# The architectures of the depth, warmup and translation sweeps, by label, in plot.COLORS'.
+PALETTE = {label: color(scheme) for label, scheme in (
+    ("Post-LN", "post"), ("Pre-LN", "pre"), ("Admin", "admin"),
+    ("Admin (profiling-free)", "admin-profiling-free"),
+    ("Post-LN enc / Pre-LN dec", "post-enc-pre-dec"),
+    ("T-Fixup (no LN)", "t-fixup"), ("Lipschitz init (Post-LN)", "lipschitz"))}
 
 
 def cell(text) -> str:
@@ -307,7 +310,7 @@ def radam_figure(P, t, betas2=(0.95, 0.98, 0.999)):
     ax1.set(xscale="log", yscale="log", xlabel="ρ (gradients averaged)",
             ylabel="Var[ψ]  (σ = 1)", title="variance of the adaptive learning rate")
     ax1.legend()
-    for b2, c in zip(betas2, ("#1b9e77", "#d95f02", "#7570b3")):
+    for b2, c in zip(betas2, BETA2_COLORS):
         ax2.plot(t, adam.radam_rectification(t, b2), color=c,
                  label=f"β₂ = {b2}  (ρ∞ = {adam.radam_rho_inf(b2):.0f})")
     ax2.set(xscale="log", xlabel="step t", ylabel="r_t",
@@ -329,21 +332,21 @@ def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
     top = 1.15 * chance
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6)
     x = np.arange(len(warmups))
-    for k, (opt, c) in enumerate(zip(optimisers, ("#7570b3", "#d95f02", "#666666"))):
+    for k, (opt, c) in enumerate(zip(optimisers, OPTIMISER_SETTING_COLORS)):
         ys = [_final_or_top(results.select(recs, optimizer=opt, **{"train.warmup": w}), top)
               for w in warmups]
         ax1.plot(x + 0.05 * k, [np.mean(y) for y in ys], "-", color=c, label=opt)
         for xi, y in zip(x, ys):
             ax1.plot([xi + 0.05 * k] * len(y), y, "o", color=c, ms=4, alpha=0.7)
     for name, fix, c in (("Pre-LN, Adam, no warmup", "Pre-LN, Adam", color("pre")),
-                         ("Post-LN, RAdam, no warmup", "Post-LN, RAdam", "#1b9e77")):
+                         ("Post-LN, RAdam, no warmup", "Post-LN, RAdam", color("radam"))):
         rs = results.select(fix_recs, fix=fix)
         ax1.plot([-0.25] * len(rs), _final_or_top(rs, top), "D", color=c, ms=5, label=name)
     ax1.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
     ax1.set(xticks=x, xticklabels=warmups, ylabel="held-out loss at the end (nats)",
             yscale="log", title="Post-LN: final loss against warmup")
     ax1.legend(fontsize=7)
-    for w, c in zip(warmups, (WARM_COLORS[0], WARM_COLORS[1], WARM_COLORS[3])):
+    for w, c in zip(warmups, (WARMUP_COLORS[0], WARMUP_COLORS[1], WARMUP_COLORS[3])):
         for r in results.select(recs, optimizer=hi, **{"train.warmup": w}):
             ax2.plot(r.history.step, r.history.loss, color=c, lw=0.8, alpha=0.8,
                      label=w if r.seed == 0 else None)
@@ -362,7 +365,7 @@ def post_ln_windows_figure(P, post_recs):
     fig, axes = figure(P, ncols=len(depths), width=9.4, height=3.4)
     h = post_recs[0].history
     for ax, dp in zip(np.atleast_1d(axes), depths):
-        for w, c in zip(warms, (WARM_COLORS[0], WARM_COLORS[3])):
+        for w, c in zip(warms, (WARMUP_COLORS[0], WARMUP_COLORS[3])):
             for seed, (lrs, vals) in sensitivity.curves(
                     results.select(post_recs, depth=dp, warmup=w)).items():
                 ax.plot(lrs, vals, "-o", ms=3, lw=1, color=c, label=w if seed == 0 else None)
@@ -532,7 +535,7 @@ def warmup_axis_figure(P, wrecs, archs, w_names, w_steps, learned_level):
             xticklabels=[f"{w}\n({w_steps[w]})" for w in w_names],
             ylabel="held-out loss at the end (nats)", title="every seed; warmup (steps)")
     ax1.legend(fontsize=7)
-    for w, c in zip(w_names, WARM_COLORS):
+    for w, c in zip(w_names, WARMUP_COLORS):
         for r in results.select(wrecs, architecture="Post-LN", warmup=w):
             ax2.plot(r.history.eval_step, r.history.eval_loss, color=c, lw=1,
                      label=w if r.seed == 0 else None)

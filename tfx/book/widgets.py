@@ -13,7 +13,7 @@ from ..nn.config import ModelConfig, TrainConfig
 from ..nn.model import build_scheme
 from ..runs import outcome
 from .explorer import Explorer, Panel
-from .plot import LABELS, color
+from .plot import CHECK_COLORS, GREYS, LABELS, STACK_COLORS, color
 
 __all__ = ["Explorer", "Panel", "init_diagnostics_explorer", "why_hard_explorer", "training_explorer", "layernorm_jacobian_explorer",
            "gradients_at_init_explorer", "amplification_explorer"]
@@ -140,7 +140,8 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
         lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
         styles["chance"] = "dashed"
         loss = Panel(title=f"training loss, N = {depth}+{depth}, lr {lr:g}", x="step", y="loss (nats/token)",
-                     lines=lines, styles=styles, colors={"chance": "#444444"}, note=_status_note(rec))
+                     lines=lines, styles=styles, colors={"chance": GREYS["reference"]},
+                     note=_status_note(rec))
         upto = [i for i, n in enumerate(oc_depths) if n <= depth]
         oc = Panel(title="output change at init", x="encoder layers", y="‖ΔF‖² per token", ylog=True,
                    lines={SCHEME_LABELS[o]: (np.array(oc_depths)[upto], sweep[o].mean(1)[upto])
@@ -153,7 +154,7 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
                      y="relative ‖∂L/∂x_i‖", ylog=True,
                      lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
                             for stack in ("encoder", "decoder")},
-                     colors={"encoder": "#7f7f7f", "decoder": "#000000"},
+                     colors=dict(STACK_COLORS),
                      note=f"decoder bottom/top: {g['decoder']['relative'][0] / g['decoder']['relative'][-1]:.2g}")
         return [loss, oc, grad]
 
@@ -196,8 +197,9 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
                 chosen = rec
         h = chosen.history
         lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
+        # TODO(colours): differs from plot.WARMUP_COLORS (chapters 11 and 12's warmups)
         colors = {f"warmup {w}": c for w, c in zip(steps, ("#d62728", "#1f77b4", "#2ca02c"))}
-        colors["chance"] = "#444444"
+        colors["chance"] = GREYS["reference"]
         return [Panel(title=f"{SCHEME_LABELS[placement]}, N = {depth}+{depth}, lr {lr:g}", x="step",
                       y="loss (nats/token)", lines=lines, styles={**styles, "chance": "dashed"}, colors=colors,
                       note=_status_note(chosen)),
@@ -241,10 +243,12 @@ def layernorm_jacobian_explorer(P=None, widths=(16, 64, 256), norms=(1e-3, 1e-2,
         left = Panel(title="‖J_LN‖₂ against ‖x − μ‖", x="‖x − μ‖", y="‖J_LN(x)‖₂",
                      xlog=True, ylog=True, lines={"closed form": (grid, curve)},
                      points={"autograd at the chosen input": ([norm], [measured])},
-                     colors={"closed form": "#1f77b4", "autograd at the chosen input": "#d62728"},
+                     colors={"closed form": CHECK_COLORS["closed form"],
+                             "autograd at the chosen input": CHECK_COLORS["autograd"]},
                      note=f"autograd {measured:.4g}; √(d·eps) = {np.sqrt(d * eps):.2g}")
         right = Panel(title="all d singular values of J", x="index (largest first)", y="singular value",
-                      points={"singular values": (np.arange(1, d + 1), sv)}, colors={"singular values": "#d62728"},
+                      points={"singular values": (np.arange(1, d + 1), sv)},
+                      colors={"singular values": CHECK_COLORS["autograd"]},
                       fixed_y=False,  # from ~0.03 (d = 16, large input) to ~8000 (small input): own range
                       note=f"{d - 2} × {sv[0]:.4g}, then {sv[-2]:.3g} (eps) and {sv[-1]:.1g}")
         return [left, right]
@@ -301,8 +305,9 @@ def gradients_at_init_explorer(P=None, depths=None,
             else:
                 lines["Lemma 2: 1.5, post-LN"] = (layers, np.full(depth, hidden.post_ln_hidden_norm_sq(d) / d))
                 styles["Lemma 2: 1.5, post-LN"] = "dashed"
-        colors = {"Lemma 2 bounds, pre-LN (low)": "#1f77b4", "Lemma 2 bounds, pre-LN (high)": "#1f77b4",
-                  "Lemma 2: 1.5, post-LN": "#d62728"}
+        colors = {"Lemma 2 bounds, pre-LN (low)": color("pre"),
+                  "Lemma 2 bounds, pre-LN (high)": color("pre"),
+                  "Lemma 2: 1.5, post-LN": color("post")}
         return [Panel(title="‖∂loss/∂W‖ per layer", x="layer l", y="gradient norm", bars=bars,
                       note="\n".join([f"W = {param}", *notes]), fixed_y=False),  # weights differ by orders of magnitude
                 Panel(title="E‖x‖²/d of the FFN residual sum", x="layer l", y="E‖x‖² / d", lines=lines,
@@ -363,13 +368,14 @@ def amplification_explorer(P=None, depths=None, default: dict | None = None):
                   y="sub-layer output i", heatmap=beta, vmin=0, vmax=1,
                   note=f"β_ii² at the top: {np.diag(beta)[-1] ** 2:.3f}"),
             Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² per token", lines=lines,
-                  styles=styles, colors={"fit against N": "#444444", "fit against ln N": "#444444"}, note=note,
+                  styles=styles, note=note,
+                  colors=dict.fromkeys(("fit against N", "fit against ln N"), GREYS["reference"]),
                   fixed_y=False),  # the x range follows N: so does y, the three placements share it
             Panel(title="gradient at init, N+N encoder–decoder", x="sub-layer i (bottom → top)",
                   y="relative ‖∂L/∂x_i‖", ylog=True,
                   lines={stack: (np.arange(1, len(g[stack]["relative"]) + 1), g[stack]["relative"])
                          for stack in ("encoder", "decoder")},
-                  colors={"encoder": "#7f7f7f", "decoder": "#000000"}, styles={"decoder": "bold"},
+                  colors=dict(STACK_COLORS), styles={"decoder": "bold"},
                   note=f"decoder bottom/top: {dec[0] / dec[-1]:.2g}"),
         ]
 
@@ -411,7 +417,7 @@ def init_diagnostics_explorer(grid: dict, P=None, default: dict | None = None, r
                   y="relative ‖∂L/∂x_i‖", ylog=True,
                   lines={stack: (np.arange(1, len(d.grad[stack]) + 1), np.maximum(d.grad[stack], floor))
                          for stack in ("encoder", "decoder")},
-                  colors={"encoder": "#7f7f7f", "decoder": "#000000"}, styles={"decoder": "bold"},
+                  colors=dict(STACK_COLORS), styles={"decoder": "bold"},
                   note=f"decoder bottom/top: {d.grad_spread['decoder']:.2g}"),
             Panel(title="output change under random δ", x="layers N", y="‖ΔF‖² / ‖F‖²", ylog=True, lines=lines,
                   styles={LABELS[s]: "bold" if s == scheme else "faint" for s in shown},
