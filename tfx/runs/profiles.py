@@ -1,7 +1,8 @@
 """Profiles: how big the book's experiments are, chosen once for the whole book.
 
   quick  CI and nbval: every notebook ≤ 90 s on 2 CPU cores
-  book   the default on a CPU; what the built HTML shows (whole book ≤ 30 min on 2 cores)
+  book   the default on a CPU; what the built HTML shows (the whole book executes in well over an
+         hour on 2 cores; the sweeps it reads are recorded, not rerun)
   full   the default when CUDA is present (Colab, a workstation): paper-like sizes, real data
 
 ``TFX_PROFILE=quick|book|full`` overrides the choice.
