@@ -9,7 +9,8 @@ SEEDS = {
 # experiment -> why its grid does not yet bracket ≥ 90 % of its groups' best rates
 BRACKET = {
 }
-# experiment -> why a sweep the evidence registry reads has no book records yet
+# experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
+# if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    "schedules": "250 runs (3.9 CPU-hours), being recorded; SC-1's comparisons were registered first",
+    "schedules": "250 runs (3.9 CPU-hours), being recorded in results/in-progress/; SC-1's comparisons were registered first",
 }
