@@ -99,6 +99,33 @@ def test_claim_measurements_name_glued_values():
         assert not missing, f"{c.id}: {stem}'s saved outputs glue no {missing}"
 
 
+def test_every_chapters_evidence_boxes_are_generated_and_included():
+    """book/_evidence/<chapter>.md (claims_page.evidence_pages) is up to date, holds one folded
+    box per claim the chapter judges with its status as a badge, and the chapter includes it
+    once; no file is left for a chapter that judges nothing."""
+    pages = claims_page.evidence_pages(ROOT)
+    folder = ROOT / "book" / claims_page.EVIDENCE
+    assert sorted(p.stem for p in folder.glob("*.md")) == sorted(pages), f"book/_evidence/ is out of date; {REGENERATE}"
+    judged = claims.statuses(ROOT)
+    for stem, page in pages.items():
+        assert (folder / f"{stem}.md").read_text(encoding="utf-8") == page, f"book/_evidence/{stem}.md is out of date; {REGENERATE}"
+        mine = [i for i, (chapter, _) in judged.items() if chapter == stem]
+        assert page.count(":::{dropdown} Evidence: ") == len(mine)
+        for i in mine:
+            assert f"{claims.TITLES[i]} {claims_page.badge(judged[i][1])}" in page, (stem, i)
+        cells = json.loads((ROOT / "book" / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
+        includes = ["".join(c["source"]) for c in cells if f"{claims_page.EVIDENCE}/{stem}.md" in "".join(c["source"])]
+        assert includes == [f"```{{include}} {claims_page.EVIDENCE}/{stem}.md\n```"], f"{stem} must include its Evidence boxes once"
+
+
+def test_a_status_badge_names_the_status_and_refuses_an_unknown_word():
+    assert claims_page.badge("mixed") == "{bdg-warning}`mixed`"
+    assert set(claims_page.BADGES) == set(claims.STATUSES)
+    with pytest.raises(ValueError, match="status='fails'.*reproduces"):
+        claims_page.badge("fails")
+    assert set(claims.TITLES) == set(claims.BY_ID), "every claim needs a title for its Evidence box"
+
+
 def test_claims_page_is_generated_and_in_the_toc():
     page = ROOT / "book" / "claims.md"
     assert page.read_text(encoding="utf-8") == claims_page.render_page(ROOT), f"book/claims.md is out of date; {REGENERATE}"
@@ -651,3 +678,93 @@ def test_bare_glue_check_catches_one():
     nb = {"cells": [{"cell_type": "code", "source": ["glue('a', 1)"]},
                     {"cell_type": "code", "source": ["glue('a', 1);"]}]}
     assert _bare_last_glue(nb) == ["cell 0"]
+
+
+# "chapter N" in the book's own prose: outside code, math, headings, roles and links
+_PROTECTED = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$\n]*\$|\[[^\]]*\]\([^)]*\)|\{[\w:-]+\}`[^`]*`|<[^>]+>")
+_MENTION = re.compile(r"\b[Cc]hapters?\s+(\d+)")
+
+
+def unlinked_chapter_mentions(markdown: str, own_number: str = "") -> list[str]:
+    """The "chapter N" mentions of ``markdown`` that are not links (a chapter may name itself
+    without one); fenced code, headings and directive options are skipped."""
+    found, fence = [], None
+    for line in markdown.split("\n"):
+        s = line.lstrip()
+        m = re.match(r"(`{3,}|:{3,})(.*)", s)
+        if m:
+            fence = (m.group(1), m.group(2).strip()) if fence is None else (
+                None if s.startswith(fence[0]) and not m.group(2).strip() else fence)
+            continue
+        in_code = fence is not None and fence[0].startswith("`") and not fence[1].startswith("{")
+        if in_code or s.startswith(("#", ":", "$$")):
+            continue
+        text = _PROTECTED.sub(" ", line)
+        found += [m.group(0) for m in _MENTION.finditer(text) if m.group(1).lstrip("0") != own_number]
+    return found
+
+
+def test_unlinked_chapter_mentions_are_found():
+    assert unlinked_chapter_mentions("as chapter 3 shows") == ["chapter 3"]
+    assert unlinked_chapter_mentions("as [chapter 3](03-layernorm-jacobian.ipynb) shows") == []
+    assert unlinked_chapter_mentions("# Chapter 3\n```python\n# chapter 4\n```\n`chapter 5`") == []
+    assert unlinked_chapter_mentions("this is chapter 7", own_number="7") == []
+
+
+@pytest.mark.parametrize("page", sorted({*(ROOT / "book").glob("[0-9]*.ipynb"), *(ROOT / "book").glob("*.md")}),
+                         ids=lambda p: p.name)
+def test_every_chapter_mention_in_the_prose_is_a_link(page):
+    """Issue 44: every "chapter N" a link (the claims page's come from claims_page.link_chapters)."""
+    if page.suffix == ".ipynb":
+        cells = json.loads(page.read_text(encoding="utf-8"))["cells"]
+        texts = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    else:
+        texts = [page.read_text(encoding="utf-8")]
+    own = page.name.split("-", 1)[0].lstrip("0")
+    loose = [m for t in texts for m in unlinked_chapter_mentions(t, own)]
+    assert not loose, f"{page.name}: link these to their chapters ([chapter N](NN-name.ipynb)): {loose}"
+
+
+def test_chapters_are_numbered_in_reading_order():
+    """Issue 44: every part but the reference is numbered, and its files carry their number in
+    reading order (01, 02, … with no gaps and no 'b' suffixes), so the files sort as the book reads."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = [c["file"] for part in toc["parts"] if part.get("numbered") for c in part["chapters"]]
+    unnumbered = [c["file"] for part in toc["parts"] if not part.get("numbered") for c in part["chapters"]]
+    assert [f.split("/")[1].split("-", 1)[0] for f in numbered] == [f"{i:02d}" for i in range(1, len(numbered) + 1)]
+    assert all(not re.match(r"\d", f.split("/")[1]) for f in unnumbered), unnumbered
+    assert sorted(numbered) == numbered
+
+
+def _sphinx_numbers(tmp_path, extensions):
+    """The numbered titles of a two-part Sphinx project (a toctree per part, as Jupyter Book
+    writes them), built with ``extensions``."""
+    from sphinx.application import Sphinx
+    src = tmp_path / "src"
+    src.mkdir(parents=True)
+    (src / "conf.py").write_text(f"import sys; sys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+                                 f"extensions = {extensions!r}\nnumfig = True\n")
+    (src / "index.rst").write_text("Book\n====\n\n.. toctree::\n   :numbered: 1\n   :caption: one\n\n   a\n   b\n\n"
+                                   ".. toctree::\n   :numbered: 1\n   :caption: two\n\n   c\n")
+    for name in "abc":
+        (src / f"{name}.rst").write_text(f"Page {name}\n======\n\n.. figure:: x.png\n\n   caption\n")
+    (src / "x.png").write_bytes(b"")
+    app = Sphinx(str(src), str(src), str(tmp_path / "out"), str(tmp_path / "doctrees"), "html",
+                 status=None, warning=None, freshenv=True)
+    app.build()
+    html = (tmp_path / "out" / "c.html").read_text(encoding="utf-8")
+    return re.search(r'<span class="section-number">([\d.]+) </span>Page c', html).group(1), \
+        re.search(r'<span class="caption-number">Fig\. ([\d.]+) </span>', html).group(1)
+
+
+def test_chapter_numbers_run_on_across_parts(tmp_path):
+    """book/_ext/tfx_numbering.py: without it Sphinx starts every part at 1 (page c, the first
+    of part two, is 1. again, and its figure 1.2 follows page a's 1.1); with it c is chapter 3
+    and its figure 3.1."""
+    from sphinx.environment.collectors.toctree import TocTreeCollector
+    plain = TocTreeCollector.assign_section_numbers
+    try:
+        assert _sphinx_numbers(tmp_path / "plain", []) == ("1.", "1.2")
+        assert _sphinx_numbers(tmp_path / "ext", ["tfx_numbering"]) == ("3.", "3.1")
+    finally:
+        TocTreeCollector.assign_section_numbers = plain  # the extension patches Sphinx's class

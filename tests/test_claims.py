@@ -602,7 +602,7 @@ def test_WU_3_embedding_gradient_collapses_further_without_warmup_paired_over_fi
 
 
 # ============================================================== RN-1, DY-1, PL-1 (init halves)
-# Normalisation after 2020 (chapter 15). The training halves of these claims come with the
+# Normalisation after 2020 (chapter 16). The training halves of these claims come with the
 # recorded learning-rate sweep; these tests check what holds at initialisation.
 
 
@@ -690,7 +690,7 @@ def test_PL_1_init_stream_pre_ln_grows_output_norms_do_not_bound_it_one_over_sqr
 
 # ---------------------------------------------------------------- after 2020: a decoder-only LM
 def test_LM_1_decoder_only_lm_beta_and_output_change_follow_the_encoder_laws_at_init():
-    """LM-1, init half, as chapter 13 measures it (decoder-only LMs on English text, width 64,
+    """LM-1, init half, as chapter 14 measures it (decoder-only LMs on English text, width 64,
     N = 2 … 16, four seeds): Σβ²_ii grows linearly with N for Post-LN (R² ≥ 0.95) and like
     ln N for Pre-LN (R² ≥ 0.95, under 0.4× Post-LN's at N 16); the output change under random
     δ grows like N for Post-LN (R² ≥ 0.9, better than against ln N) and like ln N for Pre-LN
@@ -711,9 +711,9 @@ def test_LM_1_decoder_only_lm_beta_and_output_change_follow_the_encoder_laws_at_
     assert post[-1] > 3 * pre[-1]
 
 
-# ============================================================== OP-1 … OP-3 (chapters 17, 18): theory and construction
+# ============================================================== OP-1 … OP-3 (chapters 18, 19): theory and construction
 def test_OP_1_adam_spikes_on_a_quadratic_where_gd_converges_at_the_predicted_step():
-    """OP-1, quadratic half (chapter 17): GD at η h = 1.5 falls at every step; Adam (β₂ = 0.95,
+    """OP-1, quadratic half (chapter 18): GD at η h = 1.5 falls at every step; Adam (β₂ = 0.95,
     ε = 1e-8) on the same quadratic turns within 3 % (+1 step) of the crossing predicted from the
     state at the start of v's decay, and rises over a millionfold; ε with η h/ε below
     2(1+β₁)/(1−β₁) leaves no spike. The language-model half has its own test below."""
@@ -732,7 +732,7 @@ def test_OP_1_adam_spikes_on_a_quadratic_where_gd_converges_at_the_predicted_ste
 
 
 def test_OP_2_book_lm_gradient_rms_far_above_default_eps_and_raised_eps_shrinks_updates():
-    """OP-2 (chapter 17): in the book's language model the gradient RMS stays ≥ 100 × ε = 1e-8
+    """OP-2 (chapter 18): in the book's language model the gradient RMS stays ≥ 100 × ε = 1e-8
     (so the claim's regime is not reached at this scale), while ε raised to about the gradient
     RMS (1e-3) shrinks the update norm; Adam-atan2's step does not depend on ε at all."""
     from tfx.book import optimiser_pages as pages
@@ -751,7 +751,7 @@ def test_OP_2_book_lm_gradient_rms_far_above_default_eps_and_raised_eps_shrinks_
 
 
 def test_OP_3_coordinate_check_flat_under_mup_and_growing_under_standard():
-    """OP-3's coordinate check (chapter 18; a derivation check of the μP implementation, not the
+    """OP-3's coordinate check (chapter 19; a derivation check of the μP implementation, not the
     transfer claim): 2-layer Pre-LN models at widths 32–256, two seeds, 5 Adam steps at 1e-2;
     every quantity's mean slope of log RMS on log width inside ±0.3 under μP, above 0.3 under
     the standard parameterisation."""
@@ -962,7 +962,7 @@ def test_ZL_1_not_testable_at_book_scale_the_z_loss_barely_moves_log_z():
 
 def test_EC_1_not_testable_at_book_scale_no_run_without_a_fix_failed():
     """Zhai et al.'s claim compares runs that fail with runs that learn. Recorded as not testable
-    at this scale (book/14-logits-that-grow.ipynb): without a fix no run of
+    at this scale (book/15-logits-that-grow.ipynb): without a fix no run of
     experiments/logits.toml failed by the outcome rule (some learned, the rest still learning).
     The entropy against the loss is shown as a measurement, a confounded comparison (the slow
     runs are at higher rates than the learned ones). The test fails the day a run without a fix
@@ -993,7 +993,7 @@ def test_OP_5_every_best_rate_is_inside_the_grid():
 
 
 def test_OP_1_language_model_half_finds_few_spikes_and_no_update_norm_precursor():
-    """OP-1's language-model half (chapter 17) on the book records of
+    """OP-1's language-model half (chapter 18) on the book records of
     experiments/op-warmup-decay.toml (every step logged with its update norm): loss spikes
     (10 % above the median of the 20 steps before) come in some seeds but not all, and the update
     norm in the 5 steps before them is at its average (within 0.05): no precursor, and too few

@@ -1,4 +1,4 @@
-"""The failure gallery (book/failure-gallery.ipynb): each picked run really has the shape its
+"""The failure gallery (book/26-failure-gallery.ipynb): each picked run really has the shape its
 caption names, read from the committed records by the book's own rules."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_pickers_refuse_records_without_the_shape():
 
 
 def test_the_broken_run_is_the_median_seed_of_its_cell_against_its_own_control():
-    """The gallery's run broken on purpose (chapter 20's spike zoo): the seed whose spike cost
+    """The gallery's run broken on purpose (chapter 21's spike zoo): the seed whose spike cost
     is the cell's median, shown with the same seed left alone; a cell with no runs is refused."""
     import statistics
 

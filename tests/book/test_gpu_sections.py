@@ -24,8 +24,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
 GPU_CHAPTERS = {"11-warmup-adam.ipynb": ("warmup", "warmup-fixes"),
                 "12-depth-with-warmup.ipynb": ("depth", "lr-sensitivity", "warmup-axis", "stability-map"),
-                "13-decoder-only-lm.ipynb": ("lm",),
-                "14-logits-that-grow.ipynb": ("logits",)}
+                "14-decoder-only-lm.ipynb": ("lm",),
+                "15-logits-that-grow.ipynb": ("logits",)}
 
 
 def test_every_chapter_that_reads_gpu_records_is_tested_here():

@@ -73,7 +73,7 @@ def logits_records():
 
 
 def test_logit_figure_shares_the_y_scale_across_fixes_and_stamps_the_lm_task(logits_records):
-    """Chapter 14's fig. 2: no fix and QK-norm on one y-scale per row (a 60-fold contrast in
+    """Chapter 15's fig. 2: no fix and QK-norm on one y-scale per row (a 60-fold contrast in
     the largest logit must not hide behind two scales), stamped with the LM's task."""
     P = get_profile("quick", check_task=False)
     fig = lm_pages.logit_traces_figure(P, logits_records, "1e-2", "3e-2")
@@ -102,7 +102,7 @@ def _book(name):
 
 
 def test_lm_stream_glues_medians_in_the_text_and_every_seed_in_a_table(monkeypatch):
-    """Chapter 13: the prose reads one number per quantity (the median over seeds); the
+    """Chapter 14: the prose reads one number per quantity (the median over seeds); the
     per-seed values go to a table, one column per seed."""
     glued = _capture(monkeypatch)
     recs = _book("lm")
@@ -116,7 +116,7 @@ def test_lm_stream_glues_medians_in_the_text_and_every_seed_in_a_table(monkeypat
 
 
 def test_placements_trained_ratio_table_replaces_the_paragraph_of_ratios(monkeypatch):
-    """Chapter 15: every seed's top stream over Pre-LN's, per scheme and rate, in a table
+    """Chapter 16: every seed's top stream over Pre-LN's, per scheme and rate, in a table
     (one row per scheme × rate), and the medians the prose reads."""
     glued = _capture(monkeypatch)
     recs = _book("placements")

@@ -59,7 +59,7 @@ def test_shared_spikes_count_spikes_another_recipe_has_on_the_same_batch():
 
 
 def test_schedule_explorer_draws_lr_at_and_each_control_changes_it():
-    """Chapter 20's schedules explorer: each curve is tfx.nn.optim.lr_at's rate over the run;
+    """Chapter 21's schedules explorer: each curve is tfx.nn.optim.lr_at's rate over the run;
     the warmup moves every schedule's start, the cooldown only WSD's, the run length the
     steps; the spent rate is the running sum of the drawn rate."""
     from tfx.nn.config import TrainConfig

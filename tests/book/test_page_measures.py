@@ -109,7 +109,7 @@ def test_what_is_not_a_number_in_the_prose():
             "Math $x_1 + 2 = 3$ and $$y = 4$$ (eq-lemma-2), code `f(5, 6)`, a link "
             "[chapter](https://e.org/7/8.html), {cite:p}`smith2019` {numref}`fig-09-x` "
             "{ref}`chance-loss` {eq}`eq-10`, ids LN-1 H100 fp16 fig-05-a, chapter 6, "
-            "chapters 11 and 12b, ch. 3 and a real 11.\n\n"
+            "chapters 11 and 13, ch. 3 and a real 11.\n\n"
             "| a | b |\n|---|---|\n| 13 | 14 |\n\n"
             "```python\nx = [15, 16]\n```\n\n"
             ":::{dropdown} Per-seed losses\n17 18 19\n:::\n\n"

@@ -184,7 +184,7 @@ def test_a_page_written_to_the_conventions_meets_every_measure():
               "**The loss falls.** Held-out loss against steps.\n```\n")
     takeaways = (":::{admonition} Key takeaways\n:class: tip\nAdam's $\\beta_2$ matters; "
                  "$\\beta_{i,j}$ too. Loss {glue:text}`loss:.2f`. See the "
-                 "[practice page](practice.md).\n:::\n")
+                 "[practice page](25-practice.md).\n:::\n")
     cells = {
         "opening": md(opening),
         "setup": code("from tfx.book import notebook\nP = notebook.setup()"),
@@ -207,3 +207,14 @@ def test_a_page_written_to_the_conventions_meets_every_measure():
         cut = notebook(*(c for k, c in cells.items() if k != part))
         for measure in measures:
             assert MEASURES[measure](cut) is not None, f"{measure} passes without the {part}"
+
+
+def test_the_claims_page_links_every_chapter_it_names():
+    """'chapter N' on the generated claims page is a link to chapter N's file (issue 44: every
+    "chapter N" a link); a number no chapter has stays text."""
+    from tfx.book.claims_page import link_chapters
+    assert link_chapters("see chapter 3") == "see [chapter 3](03-layernorm-jacobian.ipynb)"
+    assert link_chapters("Chapters 11 and 12 agree") == (
+        "Chapters [11](11-warmup-adam.ipynb) and [12](12-depth-with-warmup.ipynb) agree")
+    assert link_chapters("chapter 99 and chapter 3's") == "chapter 99 and [chapter 3](03-layernorm-jacobian.ipynb)'s"
+    assert link_chapters("[chapter 3](03-layernorm-jacobian.ipynb)") == "[chapter 3](03-layernorm-jacobian.ipynb)"

@@ -230,7 +230,7 @@ def test_lr_curves_reads_any_axis():
 
 
 def test_zoo_explorer_draws_each_seed_against_its_own_control_from_the_injection():
-    """The spike zoo's explorer (chapter 20): a cell's left panel is each seed's loss minus the
+    """The spike zoo's explorer (chapter 21): a cell's left panel is each seed's loss minus the
     loss of the same seed left alone, from ``before`` steps ahead of the injection; its note
     reads what the guard did. A cause that does nothing draws zeros; one that adds 1 nat from
     the step after the injection draws 1 there, and its cost is 1."""

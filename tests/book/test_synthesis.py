@@ -30,14 +30,14 @@ def test_statuses_come_from_the_claims_vocabulary():
 
 
 def test_the_committed_closing_chapter_shows_every_claims_current_status():
-    """Chapter 16 reads the statuses the other chapters glued when it runs: one re-executed
+    """Chapter 24 reads the statuses the other chapters glued when it runs: one re-executed
     (or a claim added) after it ran leaves its table stale, which this names: re-execute
-    book/16-what-to-do.ipynb."""
-    chapter = claims.ROOT / "book" / "16-what-to-do.ipynb"
+    book/24-what-to-do.ipynb."""
+    chapter = claims.ROOT / "book" / "24-what-to-do.ipynb"
     current = {r.id: r.status for r in synthesis.verdicts()}
     shown = {i: claims.glued_text(chapter, f"syn-status-{i.lower()}") for i in current}
     stale = {i: (shown[i], s) for i, s in current.items() if shown[i] != s}
-    assert not stale, f"chapter 16 shows stale statuses, (shown, current) (re-execute it): {stale}"
+    assert not stale, f"chapter 24 shows stale statuses, (shown, current) (re-execute it): {stale}"
 
 
 def test_a_status_outside_the_vocabulary_is_refused(monkeypatch):
@@ -73,11 +73,11 @@ def test_warmup_summaries_read_the_chapters_glue_else_their_claims_statuses(tmp_
     (tmp_path / "book").mkdir()
     _chapter_with_glue(tmp_path / "book" / "11-warmup-adam.ipynb",
                        {"warmup-summary-11": "warmup helps Post-LN here", "status-WU-1": "reproduces"})
-    _chapter_with_glue(tmp_path / "book" / "13-decoder-only-lm.ipynb", {"status-LM-1": "does not reproduce"})
+    _chapter_with_glue(tmp_path / "book" / "14-decoder-only-lm.ipynb", {"status-LM-1": "does not reproduce"})
     by_chapter = {s.chapter: s for s in synthesis.warmup_summaries(tmp_path)}
     assert (by_chapter["11"].source, by_chapter["11"].text) == ("summary", "warmup helps Post-LN here")
-    assert by_chapter["13"].source == "statuses" and "LM-1" in by_chapter["13"].text
-    assert "does not reproduce" in by_chapter["13"].text
+    assert by_chapter["14"].source == "statuses" and "LM-1" in by_chapter["14"].text
+    assert "does not reproduce" in by_chapter["14"].text
     assert by_chapter["12"].source == "statuses" and synthesis.NOT_JUDGED in by_chapter["12"].text
     rows = {r.id: r for r in synthesis.verdicts(tmp_path)}
     assert (rows["WU-1"].status, rows["WU-1"].chapter) == ("reproduces", "11-warmup-adam")

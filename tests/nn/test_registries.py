@@ -19,7 +19,7 @@ def test_every_initialiser_name_has_its_function_and_no_other():
 @pytest.mark.parametrize("scheme", list(config.SCHEMES))
 def test_every_scheme_is_a_model_the_config_accepts(scheme):
     """Each scheme's options are ModelConfig fields with allowed values; it builds as an
-    encoder–decoder, and as the decoder-only LM the theory of chapters 13–15 uses."""
+    encoder–decoder, and as the decoder-only LM the theory of chapters 14–16 uses."""
     for n_enc, n_dec in ((2, 2), (0, 2)):
         cfg = config.ModelConfig.for_scheme(scheme, TASK, n_enc, n_dec, **SIZES)
         assert (cfg.n_enc, cfg.n_dec) == (n_enc, n_dec)

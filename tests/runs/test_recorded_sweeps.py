@@ -128,7 +128,7 @@ def test_a_sweep_of_picked_rates_holds_its_sources_best_rate(name):
 # sweeps that run one recipe at its best rate from another sweep's bracketed grid and at a
 # multiple of it (the spike zoo: where a spike costs more), not a grid that seeks a best rate
 RECIPE_RATE_FROM = {
-    "spike-zoo": ("op-warmup-decay", {"recipe": "warmup 40"}),  # chapter 20, SZ-1..3
+    "spike-zoo": ("op-warmup-decay", {"recipe": "warmup 40"}),  # chapter 21, SZ-1..3
 }
 
 

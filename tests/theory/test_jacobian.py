@@ -155,7 +155,7 @@ def test_ln_jacobian_norm_batches_and_rejects_bad_method():
         jacobian.ln_jacobian_norm(x[0, 0], method="svd")
 
 
-# ----------------------------------------------------------------- RMSNorm and DyT (chapter 15)
+# ----------------------------------------------------------------- RMSNorm and DyT (chapter 16)
 @pytest.mark.parametrize("d", [2, 5, 64])
 @pytest.mark.parametrize("eps", [0.0, 1e-5])
 def test_rmsnorm_jacobian_matches_autograd(d, eps):

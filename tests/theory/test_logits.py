@@ -1,4 +1,4 @@
-"""tfx.theory.logits: the QK-norm bound, soft-capping, entropy collapse, and the z-loss algebra (chapter 14)."""
+"""tfx.theory.logits: the QK-norm bound, soft-capping, entropy collapse, and the z-loss algebra (chapter 15)."""
 import math
 
 import pytest

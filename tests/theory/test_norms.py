@@ -1,5 +1,5 @@
 """tfx.theory.norms: DyT saturation (the pure formula and the hooks), the placements'
-init-time diagnostics, the branch multipliers and the derived depth factors (chapter 15)."""
+init-time diagnostics, the branch multipliers and the derived depth factors (chapter 16)."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""A theory claim's status from its checks (chapters 3–9, 17).
+"""A theory claim's status from its checks (chapters 3–9, 18).
 
 A theory claim is judged by criteria fixed before the measurement (written in the
 :mod:`tfx.theory` function that applies them), one per part of the claim, each ``True`` (the

@@ -214,7 +214,7 @@ CLAIMS = [
           "does not, and the layer dependency and the output change follow the encoder's laws.",
           "On English text, Post-LN without warmup fails or ends worse than with it where Pre-LN trains "
           "without; at init Σβ²_ii and the output change grow like N for Post-LN and like ln N for Pre-LN.",
-          ("13-decoder-only-lm", "{claim-LM-1}")),
+          ("14-decoder-only-lm", "{claim-LM-1}")),
     # After 2020 (the book's own extension): init-time halves; the training halves come with
     # the recorded learning-rate sweep
     Claim("RN-1", "zhang2019rmsnorm", "RMSNorm (re-scaling without re-centring)",
@@ -222,14 +222,14 @@ CLAIMS = [
           "its Jacobian is LayerNorm's with the centring removed.",
           "With unit gain and ε = 0 the Jacobian is (√d/‖x‖)(I − x̂x̂ᵀ), so its spectral norm is √d/‖x‖ "
           "(LN-1 with ‖x‖ for ‖x−μ‖); it trains like LayerNorm at this scale.",
-          ("15b-rmsnorm-dyt", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
+          ("17-rmsnorm-dyt", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
                               "log-log slope {rn1_slope:.4f}; trained (LM, six learning rates): "
                               "{rn1-train}")),
     Claim("DY-1", "zhu2025dyt", "Dynamic Tanh",
           "Dynamic Tanh, γ ⊙ tanh(αx) + b with a learned scalar α, can stand in for every norm.",
           "Its Jacobian is diag(γα(1 − tanh²(αx))), bounded by |α|·max|γ| whatever ‖x‖; too large an α "
           "saturates most units at initialisation; with α set right it trains like LayerNorm.",
-          ("15b-rmsnorm-dyt", "Jacobian within {dy1_jac_rel_err:.0e} of the formula; in a "
+          ("17-rmsnorm-dyt", "Jacobian within {dy1_jac_rel_err:.0e} of the formula; in a "
                               "{dy1_depth}-layer Pre-LN LM at init {dy1_share_default:.2f} % of units "
                               "saturate at α = 0.5, half from α ≈ {dy1_alpha_half:.2g}, "
                               "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}; trained at α = 0.5 (LM, six "
@@ -239,7 +239,7 @@ CLAIMS = [
           "branch's output or a 1/√ℓ factor on the norm of layer ℓ is said to bound the growth.",
           "Pre-LN's stream variance grows with the layer, at initialisation and more after training; "
           "Peri-LN and the output norm bound it, and 1/√ℓ slows it.",
-          ("15-norms-after-2020", "at init, {pl1_depth} layers: the stream's mean square grows "
+          ("16-norms-after-2020", "at init, {pl1_depth} layers: the stream's mean square grows "
                                   "{pl1_slope_pre:.2f} per layer in Pre-LN, {pl1_slope_peri:.2f} in "
                                   "Peri-LN, {pl1_slope_out:.2f} with the output norm (they "
                                   "{pl1_outnorms_verdict} at init); with 1/√ℓ it ends at "
@@ -250,30 +250,30 @@ CLAIMS = [
           "until attention is nearly one-hot and training fails.",
           "At high learning rates the largest attention logit grows by orders of magnitude without QK-norm "
           "and the loss stalls or diverges; with QK-norm it stays bounded and the run trains.",
-          ("14-logits-that-grow", "{claim-LG-1}")),
+          ("15-logits-that-grow", "{claim-LG-1}")),
     Claim("LG-2", "wortsman2023proxies", "§3.1.1, Fig. 1",
           "QK-norm makes the final loss less sensitive to the learning rate.",
           "The curve of final loss against the learning rate is flatter with QK-norm: a lower LR sensitivity.",
-          ("14-logits-that-grow", "{claim-LG-2}")),
+          ("15-logits-that-grow", "{claim-LG-2}")),
     Claim("ZL-1", "wortsman2023proxies,chowdhery2022palm", "§3.1.2, Fig. 3",
           "Nothing in the cross-entropy holds the output's log Z; it can drift far from 0, and a z-loss "
           "holds it.",
           "Without z-loss, log Z of the output softmax drifts far from 0 at high learning rates; a z-loss "
           "1e-4·(log Z)² keeps it near 0 at no cost in loss.",
-          ("14-logits-that-grow", "{claim-ZL-1}")),
+          ("15-logits-that-grow", "{claim-ZL-1}")),
     Claim("EC-1", "zhai2023sigmareparam", "§3, Fig. 1",
           "Attention entropy collapse goes with unstable training.",
           "Runs that fail show their lowest per-head attention entropy collapsing, before their loss tells "
           "them apart from runs that train.",
-          ("14-logits-that-grow", "{claim-EC-1}")),
-    # The optimiser's share (chapters 17, 18 and 19)
+          ("15-logits-that-grow", "{claim-EC-1}")),
+    # The optimiser's share (chapters 18, 19 and 20)
     Claim("OP-1", "bai2025adamspikes", "the 1-D quadratic; the stages of a spike",
           "Adam's preconditioner can trigger a loss spike by itself: once the gradient is far below what "
           "the second moment v remembers, v decays by β2 a step and the effective step grows.",
           "On a 1-D quadratic of constant curvature, GD at a stable rate converges while Adam spikes; the "
           "spike comes when the preconditioned curvature passes the (momentum) stability threshold. In a "
           "language model, update-norm spikes come before loss spikes.",
-          ("17-adam-spikes", "quadratic: GD {op1-gd-falls}; Adam's loss turns at step {op1-onset}, "
+          ("18-adam-spikes", "quadratic: GD {op1-gd-falls}; Adam's loss turns at step {op1-onset}, "
                              "predicted {op1-predicted}; {op1-grid-agree} of {op1-grid-runs} β2 × ε "
                              "settings agree with the prediction; the language model "
                              "(experiments/op-warmup-decay.toml): {sp-total} loss spikes in {sp-seeds-with} "
@@ -282,7 +282,7 @@ CLAIMS = [
     Claim("OP-2", "wortsman2023proxies,everett2024scaling", "§3.4 and App. C of the first; Adam-atan2 in the second",
           "Adam's ε matters when the gradient RMS comes close to it: updates collapse.",
           "A smaller ε, or Adam-atan2 (no ε), removes the collapse.",
-          ("17-adam-spikes", "the LM's gradient RMS stays ≥ {op2-rms-min:.1e}, {op2-orders:.1f} orders "
+          ("18-adam-spikes", "the LM's gradient RMS stays ≥ {op2-rms-min:.1e}, {op2-orders:.1f} orders "
                              "above ε = 1e-8; raised to ε = 1e-3 (emulation, one seed) the update norm "
                              "falls to {op2-upd-ratio:.2f} of the small-ε run's")),
     Claim("OP-3", "yang2022tp5", "μTransfer; the coordinate check",
@@ -290,7 +290,7 @@ CLAIMS = [
           "parameterisation it shifts.",
           "Activations stay the same size across widths after a few Adam steps under μP and grow under "
           "the standard parameterisation (the coordinate check); the best rate per width is flat under μP.",
-          ("18-mup-transfer", "coordinate check (a derivation check of the implementation, {op3-seeds} "
+          ("19-mup-transfer", "coordinate check (a derivation check of the implementation, {op3-seeds} "
                               "seeds, widths {op3-widths}): μP {op3-mup-verdict}, standard "
                               "{op3-std-verdict}; {claim-OP-3}")),
     Claim("OP-4", "wortsman2023proxies", "§3.2.3, §3.2.4",
@@ -298,35 +298,35 @@ CLAIMS = [
           "raises that sensitivity faster than adding width.",
           "LR sensitivity under μP ≈ under the standard parameterisation; it grows more with depth than "
           "with width.",
-          ("18-mup-transfer", "{claim-OP-4}")),
+          ("19-mup-transfer", "{claim-OP-4}")),
     Claim("OP-5", "wortsman2023proxies", "§3.2.1",
           "A longer warmup makes the final loss less sensitive to the learning rate.",
           "LR sensitivity falls as the warmup grows longer.",
-          ("19-warmup-decay", "{claim-OP-5}")),
+          ("20-warmup-decay", "{claim-OP-5}")),
     Claim("OP-6", "wortsman2023proxies", "§3.2.2, §3.1.2",
           "Weight decay independent of the learning rate lowers the sensitivity to it; without weight "
           "decay the output logits drift.",
           "LR sensitivity is lower with independent than with coupled decay; |log Z| ends larger without "
           "weight decay.",
-          ("19-warmup-decay", "{claim-OP-6}")),
-    # the part "When a run breaks" (chapters 20–22)
+          ("20-warmup-decay", "{claim-OP-6}")),
+    # the part "When a run breaks" (chapters 21–23)
     Claim("SZ-1", "olmo2025", "§3 (repeated n-grams)",
           "A bad batch (a document of repeated n-grams) causes a loss spike by itself.",
           "A batch of repeated n-grams injected into a healthy run raises its loss over the steps that "
           "follow, against the same run left alone; more at a higher rate.",
-          ("20-when-a-run-breaks", "{claim-SZ-1}")),
+          ("21-when-a-run-breaks", "{claim-SZ-1}")),
     Claim("SZ-2", "tuning-playbook,kumar2025zclip", "the Playbook's clipping advice; ZClip §3; OLMo-core's skip-step",
           "Clipping the gradient norm just above its usual size, an adaptive z-score clip and a skip-step "
           "on a z-score each rescue a run from a spike; clipping more than half of the steps means the rate "
           "is too high.",
           "Against no intervention, each lowers the loss a spike costs (what the spike costs the guarded "
           "run, against the same guarded run without it).",
-          ("20-when-a-run-breaks", "{claim-SZ-2}")),
+          ("21-when-a-run-breaks", "{claim-SZ-2}")),
     Claim("SZ-3", "olmo2025", "practitioners' reports of resumes (the book's 'When a run breaks' sources)",
           "Resuming a run without its optimiser state spikes the loss.",
           "A resume with fresh Adam moments at the same rate raises the loss over the steps that follow, "
           "against the same run resumed with its state (which is the run left alone: a resume is exact).",
-          ("20-when-a-run-breaks", "{claim-SZ-3}")),
+          ("21-when-a-run-breaks", "{claim-SZ-3}")),
     Claim("SC-1", "hagele2024wsd,bergsma2025d2z", "Hägele et al. §3–4 (cooldown shape §4.1); Bergsma et al. §4",
           "A constant rate with a short cooldown (warmup–stable–decay) matches a cosine schedule at equal "
           "tokens, a (1 − √) cooldown beating a linear one; decaying linearly to zero beats cosine to 10 %, "
@@ -334,20 +334,68 @@ CLAIMS = [
           "Each schedule at its own best rate, at two run lengths: WSD with a (1 − √) cooldown ends within "
           "0.05 nats of cosine; its (1 − √) cooldown ends lower than a linear one; linear decay to zero ends "
           "lower than cosine to 10 %, by more in the longer run.",
-          # measured in chapter 20 once the schedules sweep's records land
+          # measured in chapter 21 once the schedules sweep's records land
           ),
     Claim("SC-2", "kalra2024warmup", "§1, §4",
           "Warmup's benefit is that the network tolerates a larger target learning rate.",
           "The best final loss with warmup is reached at a higher rate than without; at the rate that is "
           "best without warmup, warmup changes little.",
-          ("21-what-warmup-buys", "{claim-SC-2}")),
+          ("22-what-warmup-buys", "{claim-SC-2}")),
     Claim("OP-7", "jordan2024muon,liu2025muon,kimi2025k2", "Muon; §2 of Liu et al.; QK-clip in Kimi K2",
           "Muon (orthogonalised momentum for the hidden matrices, its update RMS matched to AdamW's) "
           "trains faster than AdamW; with Muon the largest attention logits grow, and QK-clip bounds them.",
           "A finding at this scale either way: Muon's LR curve and best loss against AdamW's; the largest "
           "attention logit with and without QK-clip.",
-          ("22-muon", "{claim-OP-7}")),
+          ("23-muon", "{claim-OP-7}")),
 ]
+# A claim's name in a few words: the title of its folded Evidence box in the chapters, where the
+# open page names claims in words, not ids (claims_page.evidence_page)
+TITLES = {
+    "LN-1": "LayerNorm's Jacobian shrinks as its input grows",
+    "LN-2": "A ReLU keeps half the second moment",
+    "LN-3": "Hidden-state norms at initialisation",
+    "LN-4": "The last FFN weight's gradient against depth",
+    "LN-5": "Every layer's gradient at initialisation",
+    "WU-1": "Post-LN needs warmup",
+    "WU-2": "Pre-LN trains without warmup, and faster",
+    "WU-3": "Without warmup, Post-LN's early updates collapse",
+    "GV-1": "Only Post-LN decoders lose gradient",
+    "GV-2": "Removing the vanishing gradient does not stabilise training",
+    "GV-3": "Adam evens out unbalanced gradients",
+    "AM-1": "The layer dependency",
+    "AM-2": "How far a small change moves the output",
+    "AD-1": "Admin's ω from one profiling pass",
+    "AD-2": "Admin folds into a plain Post-LN",
+    "AD-3": "Deep Post-LN fails; Admin trains and ends better",
+    "TF-1": "T-Fixup's condition",
+    "TF-2": "T-Fixup trains without LayerNorm or warmup",
+    "TF-3": "T-Fixup's reported results",
+    "LP-1": "The paper's order scales the residual by w/σ",
+    "LP-2": "The spread of a bounded variable",
+    "LP-3": "Lipschitz initialisation keeps deep models trainable",
+    "RZ-1": "ReZero",
+    "DN-1": "DeepNorm",
+    "LM-1": "The seeds' story in a language model",
+    "RN-1": "RMSNorm's Jacobian",
+    "DY-1": "Dynamic Tanh in place of every norm",
+    "PL-1": "Bounding Pre-LN's growing stream",
+    "LG-1": "Attention logits grow at high rates",
+    "LG-2": "QK-norm and the rate's sensitivity",
+    "ZL-1": "The output's log Z, and the z-loss",
+    "EC-1": "Entropy collapse and unstable training",
+    "OP-1": "Adam spikes by itself",
+    "OP-2": "Adam's ε against small gradients",
+    "OP-3": "μP keeps the best rate across widths",
+    "OP-4": "μP, depth and the rate's sensitivity",
+    "OP-5": "A longer warmup and the rate's sensitivity",
+    "OP-6": "Independent weight decay and the rate's sensitivity",
+    "SZ-1": "A bad batch spikes the loss",
+    "SZ-2": "What rescues a run from a spike",
+    "SZ-3": "A resume without the optimiser's state",
+    "SC-1": "Schedules after cosine",
+    "SC-2": "Warmup buys a larger rate",
+    "OP-7": "Muon against AdamW",
+}
 BY_ID = {c.id: c for c in CLAIMS}
 
 # A claim's status, from one vocabulary (book/method.md, "A claim's status"). A status never

@@ -42,6 +42,26 @@ def ids_in_tests(root: Path = claims.ROOT) -> dict:
     return found
 
 
+_NUMS = r"\d+(?:(?:,\s*|\s*[–-]\s*|,?\s+and\s+|,?\s+or\s+|\s+to\s+)\d+)*"
+_CHAPTER = re.compile(rf"\b([Cc]hapters?)(\s+)({_NUMS})\b(?!\])")
+
+
+def link_chapters(text: str, root: Path = claims.ROOT) -> str:
+    """Every "chapter N" (or "chapters N and M") in ``text`` as a link to that chapter's file:
+    "see chapter 3" -> "see [chapter 3](03-layernorm-jacobian.ipynb)". A number no chapter has
+    is left as it is."""
+    files = {str(int(nb.stem.split("-", 1)[0])): nb.name for nb in claims.chapters(root)}
+
+    def one(m):
+        nums = re.split(r"(\D+)", m.group(3))
+        if any(n not in files for n in nums[0::2]):
+            return m.group(0)
+        if len(nums) == 1:
+            return f"[{m.group(1)}{m.group(2)}{nums[0]}]({files[nums[0]]})"
+        return m.group(1) + m.group(2) + "".join(p if k % 2 else f"[{p}]({files[p]})" for k, p in enumerate(nums))
+    return _CHAPTER.sub(one, text)
+
+
 def render_page(root: Path = claims.ROOT) -> str:
     """The Markdown of the appendix page 'Claims and how they are checked'."""
     tests, mentioned = ids_in_tests(root), claims.ids_in_chapters(root)
@@ -90,7 +110,7 @@ def render_page(root: Path = claims.ROOT) -> str:
     for c in claims.CLAIMS:
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "—"
         test = "yes" if c.id in tests else ("context" if c.context else "no test yet")
-        statement = c.statement.replace("|", "\\|")
+        statement = link_chapters(c.statement, root).replace("|", "\\|")
         nobreak = c.id.replace("-", "\u2011")  # a non-breaking hyphen keeps 'LN-1' on one line
         ref = f"{{ref}}`{nobreak} <claim-{c.id.lower()}>`"
         rows.append([ref, statement, status(c), chaps, test])
@@ -105,9 +125,9 @@ def render_page(root: Path = claims.ROOT) -> str:
             f"(claim-{c.id.lower()})=",
             f"## {c.id}",
             "",
-            f"{c.statement} ({cites}, {c.where})",
+            f"{link_chapters(c.statement, root)} ({cites}, {link_chapters(c.where, root)})",
             "",
-            f"- **Prediction:** {c.prediction}",
+            f"- **Prediction:** {link_chapters(c.prediction, root)}",
             f"- **Status:** {status(c)}",
             *([f"- **Parts:** {claims.paste(parts[c.id], '{parts-' + c.id + '}')}"] if c.id in parts else []),
             f"- **Measured:** {claims.measurement(c, root)}",
@@ -115,6 +135,67 @@ def render_page(root: Path = claims.ROOT) -> str:
             f"- **Test:** {test}",
         ]
     return "\n".join(out) + "\n"
+
+
+# A status as a sphinx-design badge (``{bdg-success}`reproduces```): the colour says how it went
+BADGES = {
+    "reproduces": "success",
+    "mixed": "warning",
+    "reproduces in part": "info",
+    "not resolved at this scale": "secondary",
+    "does not reproduce": "danger",
+    "not testable at this scale": "secondary",
+    "derivation verified": "light",
+}
+EVIDENCE = "_evidence"  # book/_evidence/<chapter>.md: each chapter's Evidence boxes, included by the chapter
+
+
+def badge(status: str) -> str:
+    """A status as a badge naming it; an unknown word is a ValueError naming the allowed ones."""
+    if status not in BADGES:
+        raise ValueError(f"status={status!r}: a badge is one of {list(BADGES)}")
+    return f"{{bdg-{BADGES[status]}}}`{status}`"
+
+
+def evidence_page(stem: str, root: Path = claims.ROOT, judged: dict | None = None) -> str:
+    """The folded Evidence boxes of chapter ``stem``: one per claim whose status it glues, titled
+    with the claim in words and its status as a badge; inside, the claim with its id and source,
+    the paper's prediction, what the book measured, the parts, and the claims page's entry.
+    '' for a chapter that judges no claim. ``judged``: :func:`claims.statuses`, if already read."""
+    judged = {i: status for i, (chapter, status) in (judged or claims.statuses(root)).items() if chapter == stem}
+    parts = {name[len("parts-"):] for name in claims.glued_keys(root / "book" / f"{stem}.ipynb")
+             if name.startswith("parts-")}
+    boxes = []
+    for c in claims.CLAIMS:
+        if c.id not in judged:
+            continue
+        cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
+        body = [
+            f"**{c.id}.** {link_chapters(c.statement, root)} ({cites}, {link_chapters(c.where, root)})",
+            "",
+            f"- **Prediction:** {link_chapters(c.prediction, root)}",
+            f"- **Measured:** {claims.measurement(c, root).removesuffix(f' (in {{doc}}`{stem}`)')}",
+            *([f"- **Parts:** {claims.paste(stem, '{parts-' + c.id + '}')}"] if c.id in parts else []),
+            f"- **On the claims page:** {{ref}}`{c.id} <claim-{c.id.lower()}>`, with the test that checks it.",
+        ]
+        boxes += ["", f":::{{dropdown}} Evidence: {claims.TITLES[c.id]} {badge(judged[c.id])}", *body, ":::"]
+    if not boxes:
+        return ""
+    return "\n".join([
+        "<!-- Generated by `python -m tfx.book.claims_page book/claims.md` from tfx/book/claims.py and the",
+        f"     chapters' glued outputs; do not edit (tests/test_book.py fails when it is out of date). -->",
+        "",
+        "**The evidence, claim by claim.** Each box is folded; its badge is the claim's status by the",
+        "rule of {doc}`method`, and inside are the paper's prediction and what this chapter measured.",
+        *boxes,
+    ]) + "\n"
+
+
+def evidence_pages(root: Path = claims.ROOT) -> dict:
+    """``{chapter stem: its Evidence boxes}`` for every chapter that judges a claim."""
+    judged = claims.statuses(root)
+    pages = {nb.stem: evidence_page(nb.stem, root, judged) for nb in claims.chapters(root)}
+    return {stem: page for stem, page in pages.items() if page}
 
 
 def repository(root) -> Path:
@@ -132,13 +213,23 @@ def repository(root) -> Path:
 
 def main(argv=None) -> None:
     """``python -m tfx.book.claims_page [book/claims.md]``: write the page there (scanning the checkout
-    that holds it), or print the page of this checkout."""
+    that holds it) and each chapter's Evidence boxes in ``book/_evidence/``, or print the page of
+    this checkout."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         sys.stdout.write(render_page(repository(claims.ROOT)))
         return
     out = Path(argv[0]).resolve()  # <root>/book/claims.md: scan that checkout, not the installed one
-    out.write_text(render_page(repository(out.parents[1])), encoding="utf-8")
+    root = repository(out.parents[1])
+    out.write_text(render_page(root), encoding="utf-8")
+    folder = out.parent / EVIDENCE  # and each chapter's Evidence boxes beside it
+    folder.mkdir(exist_ok=True)
+    pages = evidence_pages(root)
+    for old in folder.glob("*.md"):
+        if old.stem not in pages:
+            old.unlink()
+    for stem, page in pages.items():
+        (folder / f"{stem}.md").write_text(page, encoding="utf-8")
 
 
 if __name__ == "__main__":

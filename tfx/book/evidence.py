@@ -421,7 +421,7 @@ COMPARISONS = [
                contrast={"depth": "2 layers"}, expected="reproduces"),
     # ---- end of chapters 11 and 12 ---------------------------------------------------------------
 ]
-# --- chapters 13-15: the decoder-only LM, logits that grow, norms after 2020 (the book's extension)
+# --- chapters 14-16: the decoder-only LM, logits that grow, norms after 2020 (the book's extension)
 COMPARISONS += [
     # LM-1: the seeds' story on a decoder-only LM: Post-LN needs warmup where Pre-LN does not
     Comparison("LM-1", "Post-LN at its best rate ends higher without warmup than with it", "lm", "warmup",
@@ -533,7 +533,7 @@ COMPARISONS += [
     Comparison("DN-1", "12+12 layers, no warmup: Post-LN's final loss is more sensitive to the learning rate "
                        "than DeepNorm's", "schemes", "scheme", "Post-LN", "DeepNorm", "higher",
                measure="LR sensitivity", part="training", expected="reversed"),
-    # ------------------------------------------------ the optimiser's share (chapters 18 and 19)
+    # ------------------------------------------------ the optimiser's share (chapters 19 and 20)
     Comparison("OP-3", "standard parameterisation: the best learning rate at d 128 is lower than at d 32",
                "op-transfer", "width", "d 128", "d 32", "lower", {"parameterization": "standard"},
                measure="log10 best learning rate", expected="reproduces"),
@@ -561,7 +561,7 @@ COMPARISONS += [
     Comparison("OP-6", "without weight decay |log Z| ends larger than with independent decay (each at its "
                        "own best rate)", "op-warmup-decay", "recipe", "warmup 40", "independent decay",
                "higher", measure="|log Z|", own_rate=True, expected="reproduces"),
-    # ------------------------------------------------ when a run breaks (chapters 21 and 22)
+    # ------------------------------------------------ when a run breaks (chapters 22 and 23)
     # Registered, with their margins, before the sweeps' records were read (commit history).
     # SC-2, Kalra & Barkeshli 2024: warmup lets the run tolerate a larger rate (warmup-rate.toml)
     Comparison("SC-2", "with 40 steps of warmup the best learning rate is higher than without",

@@ -1,11 +1,11 @@
 """The practice page's gallery of failures: which committed runs show each shape, and their
-curves (``book/failure-gallery.ipynb``).
+curves (``book/26-failure-gallery.ipynb``).
 
     picks = failure_gallery()            # {"diverged": Pick, "did not learn": …, …}
     fig, axes = gallery_figure(P, picks["spiking"])
 
 Each shape is read by the book's own rules, never by a threshold of this module: the outcome
-of a run is :func:`tfx.runs.outcome.judge`'s, and a loss spike is chapter 17's
+of a run is :func:`tfx.runs.outcome.judge`'s, and a loss spike is chapter 18's
 (:func:`tfx.theory.optimiser.loss_spikes`, through :func:`tfx.book.optimiser_pages.
 spike_example`). What this module chooses is only *which* run of each kind to show:
 
@@ -35,7 +35,7 @@ SOURCES = {
     "diverged": "t-fixup",  # chapter 8: schemes without LayerNorm, up to a high learning rate
     "did not learn": "long-runs",  # chapter 12: 6+6 Post-LN and Pre-LN, 1,200 steps
     "still learning": "long-runs",
-    "spiking": "op-warmup-decay",  # chapters 17 and 19: the language model's recipes
+    "spiking": "op-warmup-decay",  # chapters 18 and 20: the language model's recipes
 }
 KINDS = tuple(SOURCES)
 # The first check: a freshly initialised model predicts nearly uniformly, so its loss at step 0
@@ -66,7 +66,7 @@ def passes_start_check(record) -> bool:
 
 
 def spikes(record) -> list:
-    """The steps at which the training loss spikes after the warmup (chapter 17's rule)."""
+    """The steps at which the training loss spikes after the warmup (chapter 18's rule)."""
     h = record.history
     return [h.step[i] for i in O.loss_spikes(h.loss, after=record.train_config.warmup)]
 
@@ -100,7 +100,7 @@ def pick_slow(records):
 
 
 def pick_spiking(records):
-    """Chapter 17's example: the run (not diverged) with the most loss spikes."""
+    """Chapter 18's example: the run (not diverged) with the most loss spikes."""
     run = spike_example(records)
     if not spikes(run):
         raise ValueError("no run with a loss spike")
@@ -187,7 +187,7 @@ def gallery_figure(P, pick):
 
 
 # ---------------------------------------------------------------- a run broken on purpose
-ZOO = "spike-zoo"  # chapter 20: causes injected halfway into a healthy language-model run
+ZOO = "spike-zoo"  # chapter 21: causes injected halfway into a healthy language-model run
 
 
 def broken_pick(records, cause: str = "rate bump", guard: str = "no guard", lr: str | None = None):

@@ -1,4 +1,4 @@
-"""The bookkeeping of the language-model chapters (13, 14, 15 and 15b), out of the page.
+"""The bookkeeping of the language-model chapters (14, 15, 16 and 17), out of the page.
 
 A chapter keeps in view the code a reader learns from: a model built, a probe called, a
 sweep loaded, a claim's comparisons evaluated. What turns those results into a page — the
@@ -89,7 +89,7 @@ def gpu_section(rs, rows: str, cols: str, key: str):
     return md("\n\n".join(parts))
 
 
-# ------------------------------------------------------------ chapter 13: a decoder-only LM
+# ------------------------------------------------------------ chapter 14: a decoder-only LM
 
 
 def glue_lm_task(task) -> None:
@@ -121,7 +121,7 @@ def lm_init_figure(P, at_init: dict, depths):
 
 
 def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
-    """Glue chapter 13's init-time numbers (``lm1-*``) and the Σβ² table; True where both
+    """Glue chapter 14's init-time numbers (``lm1-*``) and the Σβ² table; True where both
     kinds of model follow Theorem 2's laws (``change.depth_laws``' ``holds``)."""
     lm_f, enc_f = fits[lm], fits[enc]
     beta = at_init[lm]["sum_beta_sq"]
@@ -151,7 +151,7 @@ def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
 
 
 def init_sentence(lm_fit: dict, enc_fit: dict) -> str:
-    """What chapter 13's init-time fits (:func:`tfx.theory.change.depth_laws` of the LM and of
+    """What chapter 14's init-time fits (:func:`tfx.theory.change.depth_laws` of the LM and of
     the encoder) say, law by law: whether the LM follows each law, and whether the encoder
     misses the same ones."""
     parts = list(lm_fit["parts"])
@@ -166,7 +166,7 @@ def init_sentence(lm_fit: dict, enc_fit: dict) -> str:
 
 
 def init_takeaway(lm_fit: dict, same: bool) -> str:
-    """The key phrase of chapter 13's takeaway on the init half, from the boolean LM-1's
+    """The key phrase of chapter 14's takeaway on the init half, from the boolean LM-1's
     init verdict is computed from (``same``: the LM and the encoder both follow every law of
     :func:`tfx.theory.change.depth_laws`): 'follow the encoder's laws' only where they do,
     else the laws the LM misses, named."""
@@ -224,7 +224,7 @@ def lm_effects_figure(P, lm1, task: str):
 
 
 def warmup_summary(lm1, layers: int) -> str:
-    """One sentence on what warmup did in chapter 13's LM, from LM-1's paired effects (the
+    """One sentence on what warmup did in chapter 14's LM, from LM-1's paired effects (the
     first: Post-LN without minus with warmup; the last: Post-LN minus Pre-LN, no warmup),
     with the direction in words and whether the seeds resolve it."""
     warm, gap = lm1[0][1], lm1[-1][1]
@@ -232,7 +232,7 @@ def warmup_summary(lm1, layers: int) -> str:
     told = ("" if warm.verdict in ("reproduces", "reversed") else
             f", an amount its {warm.n} seeds cannot tell from zero")
     side = "above" if gap.mean > 0 else "below"
-    return (f"In the {layers}-layer language model of chapter 13, warmup {did} Post-LN's "
+    return (f"In the {layers}-layer language model of chapter 14, warmup {did} Post-LN's "
             f"final held-out loss by {abs(warm.mean):.2f} nats{told} (95 % interval of the "
             f"difference {warm.low:+.2f} to {warm.high:+.2f}), while without warmup Post-LN "
             f"ended {abs(gap.mean):.2f} nats {side} Pre-LN (95 % interval {gap.low:+.2f} to "
@@ -241,7 +241,7 @@ def warmup_summary(lm1, layers: int) -> str:
 
 def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str) -> str:
     """Glue LM-1's evidence table, status (both halves), claims-page line and the one-line
-    warmup summary ``warmup-summary-13``; returns the status."""
+    warmup summary ``warmup-summary-14``; returns the status."""
     glue("lm1-evidence", md(evidence_table(lm1)))
     init_verdict = "reproduces" if same else "not resolved at this scale"
     lm1_status = status_of([init_verdict] + [e.verdict for _, e in lm1])
@@ -262,7 +262,7 @@ def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str)
     glue("lm1-warm-does", "lowered" if warm.mean > 0 else "raised")
     glue("lm1-warm-share", abs(warm.mean) / abs(gap.mean))  # warmup's effect over the gap to Pre-LN
     glue("lm1-contrast-verdict", lm1[1][1].verdict)  # warmup's help to Post-LN minus Pre-LN
-    glue("warmup-summary-13", warmup_summary(lm1, lrecs[0].config.n_dec))
+    glue("warmup-summary-14", warmup_summary(lm1, lrecs[0].config.n_dec))
     post_warm = results.select(lrecs, placement="Post-LN", warmup=warm_name)
     glue("lm1-post-warm-learned", sum(outcome.learned(r) for r in post_warm))
     glue("lm1-post-warm-runs", len(post_warm))
@@ -303,7 +303,7 @@ def lm_stream(P, lrecs, placements, warm: str, lr: str):
     return fig
 
 
-# --------------------------------------------------------------- chapter 14: logits that grow
+# --------------------------------------------------------------- chapter 15: logits that grow
 
 
 def glue_sweep_size(prefix: str, recs) -> None:
@@ -577,7 +577,7 @@ def ec1(P, lrecs, lr_names, best_lr: str):
 
 
 def glue_ch14_exercises() -> None:
-    """Chapter 14's exercise answers, computed: QK-norm's bound at d_h = 64, what a cap of
+    """Chapter 15's exercise answers, computed: QK-norm's bound at d_h = 64, what a cap of
     50 does to a logit of 8, and the z-loss at log Z = 7 against a 5-nat cross-entropy."""
     import torch
 
@@ -591,7 +591,7 @@ def glue_ch14_exercises() -> None:
     glue("ex14-zloss-share", 100 * 1e-4 * 7.0**2 / 5.0)
 
 
-# ------------------------------------------------- chapter 15: where the norm goes (PL-1)
+# ------------------------------------------------- chapter 16: where the norm goes (PL-1)
 
 PLACEMENT_GLUE = {"pre": "pre", "peri-ln": "peri", "output-norm": "out", "post": "post",
                   "sub-ln": "subln", "ln-scaling": "scaled", "dyt": "dyt"}  # scheme: glue name
@@ -828,7 +828,7 @@ def pl1_effects_figure(P, pl1, task: str):
     return fig
 
 
-# ---------------------------------------------------- chapter 15b: RMSNorm and Dynamic Tanh
+# ---------------------------------------------------- chapter 17: RMSNorm and Dynamic Tanh
 
 def gain_figure(P, input_norms, gain: dict, d: int):
     """A norm's largest gain (the spectral norm of its Jacobian) against its input's size."""
@@ -909,7 +909,7 @@ def dyt_controls_note(nrecs) -> str:
 
 
 def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
-    """Glue chapter 15b's training half: the sweep's size (``nt-*``), the table of every
+    """Glue chapter 17's training half: the sweep's size (``nt-*``), the table of every
     norm's LR sensitivity, windows and best loss per seed (``nt-table``), DyT's saturation
     during training (``dy1-train-*``, medians; ``dy1-sat-table``, per seed), the smaller-α
     variants (``dy1-alpha-table``), the controls where recorded (``dy1-controls``), the

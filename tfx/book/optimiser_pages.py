@@ -1,8 +1,8 @@
-"""Tables, figures and verdicts of chapters 17 and 18 (the optimiser's share), kept out of the
+"""Tables, figures and verdicts of chapters 18 and 19 (the optimiser's share), kept out of the
 pages' visible code.
 
-Chapter 17: the 1-D quadratic's grid over β₂ and ε (:func:`quadratic_grid`, the agreement rule
-:data:`ONSET_TOLERANCE`) and its figures. Chapter 18: the coordinate check's verdict under the
+Chapter 18: the 1-D quadratic's grid over β₂ and ε (:func:`quadratic_grid`, the agreement rule
+:data:`ONSET_TOLERANCE`) and its figures. Chapter 19: the coordinate check's verdict under the
 criterion fixed before the five-seed run (:data:`FLAT_SLOPE`, :func:`slope_intervals`).
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ from ..theory import optimiser as O
 from .notebook import md_table
 from .plot import QUADRATIC_RUN_COLORS, RECIPE_COLORS, SPIKE_COLORS, color, figure
 
-# chapter 17: a spike agrees with its prediction when the observed onset is within 3 % of the
+# chapter 18: a spike agrees with its prediction when the observed onset is within 3 % of the
 # predicted distance from the start of v's decay (t₀), plus one step
 ONSET_TOLERANCE = 0.03
-# chapter 18: a log-log slope of RMS on width inside ±FLAT_SLOPE is flat; above it, growing
+# chapter 19: a log-log slope of RMS on width inside ±FLAT_SLOPE is flat; above it, growing
 FLAT_SLOPE = 0.3
 
 
@@ -111,7 +111,7 @@ def lm_eps_figure(P, hists: dict, n_params: int, task: str = "libreoffice-en"):
     return fig
 
 
-# ------------------------------------------------------------------ chapter 18
+# ------------------------------------------------------------------ chapter 19
 def slope_intervals(check, level: float = 0.95) -> list:
     """[(name, mean slope over seeds, low, high)] per recorded quantity: a t interval over the
     seeds (the interval is the mean alone with one seed)."""
@@ -187,7 +187,7 @@ def peak_after(run, onset) -> float:
     return float(run.loss[onset:].max()) if onset else float("nan")
 
 
-# ---------------------------------------------------------------- chapter 18: the transfer sweep
+# ---------------------------------------------------------------- chapter 19: the transfer sweep
 def best_rate_interval(records) -> tuple[float, float, float, int]:
     """One recipe's best learning rate over its seeds: (10^mean, 10^low, 10^high, n) of the
     seeds' log10 best rates (:func:`tfx.runs.sensitivity.best_rates`), the interval Student's t
@@ -252,7 +252,7 @@ def sensitivity_table(records, axis: str, variants, **point) -> str:
     return md_table([axis, "LR sensitivity, median (range) (nats)", "best held-out loss (nats)"], rows)
 
 
-# ---------------------------------------------------------------- chapter 19: warmup and decay
+# ---------------------------------------------------------------- chapter 20: warmup and decay
 def log_z_figure(P, records, recipes, axis: str = "recipe"):
     """log Z of the output softmax (mean over tokens) against the step, for each recipe at its
     own best learning rate (:func:`tfx.runs.effects.best_rate`): every seed thin, the median bold."""
@@ -272,7 +272,7 @@ def log_z_figure(P, records, recipes, axis: str = "recipe"):
     return fig
 
 
-# ---------------------------------------------------------------- chapter 17: spikes in the LM
+# ---------------------------------------------------------------- chapter 18: spikes in the LM
 def spike_precursors(records) -> tuple[dict, dict, dict]:
     """Per seed, pooled over its runs that did not diverge (:func:`tfx.theory.optimiser.
     update_before_spikes`, each run from the end of its warmup): ({seed: mean relative update
@@ -357,7 +357,7 @@ def rate_name(lr: float) -> str:
     return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")
 
 
-# ---------------------------------------------------------------- explorers (chapters 17–20)
+# ---------------------------------------------------------------- explorers (chapters 18–21)
 def lr_curve_explorer(records, axes: dict, title: str, trace: str | None = None, every: int = 10,
                       default: dict | None = None):
     """An explorer over the recipes of a recorded learning-rate sweep (``axes``: {axis:
@@ -397,7 +397,7 @@ def lr_curve_explorer(records, axes: dict, title: str, trace: str | None = None,
 
 
 def quadratic_explorer(P, beta2s, epss, lr=0.01, h=1.0, steps=2000, every=10):
-    """Chapter 17: Adam on h x²/2 for each β₂ × ε: the loss (log) and the preconditioned
+    """Chapter 18: Adam on h x²/2 for each β₂ × ε: the loss (log) and the preconditioned
     curvature a_t h against the momentum threshold, every ``every``-th step."""
     from .explorer import Explorer, Panel
 
@@ -418,7 +418,7 @@ def quadratic_explorer(P, beta2s, epss, lr=0.01, h=1.0, steps=2000, every=10):
                     title="Adam on a quadratic: β₂ and ε", P=P)
 
 
-# chapter 20: the schedules after cosine, as TrainConfig defines them (lr_at), no training
+# chapter 21: the schedules after cosine, as TrainConfig defines them (lr_at), no training
 SCHEDULE_NAMES = {"constant": "constant", "cosine to 10 %": "cosine", "WSD, linear cooldown": "wsd-linear",
                   "WSD, (1 − √) cooldown": "wsd-sqrt", "linear to zero": "linear-decay"}
 # one colour per schedule on every figure and explorer (tfx.book.plot.COLORS)
@@ -426,7 +426,7 @@ SCHEDULE_COLORS = {name: color(kind) for name, kind in SCHEDULE_NAMES.items()}
 
 
 def schedules_figure(P, records, lengths=None, axis: str = "schedule", length_axis: str = "length"):
-    """Chapter 20 (SC-1): the held-out loss at the end against the peak rate, one panel per run
+    """Chapter 21 (SC-1): the held-out loss at the end against the peak rate, one panel per run
     length (``lengths``: the records' own, in grid order), each schedule of
     :data:`SCHEDULE_NAMES` the records hold (:func:`tfx.book.plot.lr_curves`: every seed thin,
     the median bold). A schedule is judged at the bottom of its own curve, so a schedule that
@@ -446,7 +446,7 @@ def schedules_figure(P, records, lengths=None, axis: str = "schedule", length_ax
 
 
 def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2, 0.4)):
-    """Chapter 20: every schedule of :data:`SCHEDULE_NAMES` for a run of ``steps`` steps with
+    """Chapter 21: every schedule of :data:`SCHEDULE_NAMES` for a run of ``steps`` steps with
     ``warmup`` steps of linear warmup and a WSD cooldown over the last ``cooldown`` of the steps
     (``tfx.nn.optim.lr_at``, the rate the trainer uses). Left: the rate as a share of the peak,
     s_t = η_t/η. Right: the rate spent so far, Σ s_t, the 'area' that sets how far the weights

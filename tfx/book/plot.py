@@ -29,20 +29,20 @@ COLORS = {
     "t-fixup-embeddings": "#e7ba52", "lipschitz-linears": "#9edae5",
     "post+warmup": "#ff9896",  # Post-LN trained with warmup: its scheme's red, lighter
     "post-enc-pre-dec": "#666666",  # a Post-LN encoder under a Pre-LN decoder (chapter 12)
-    # where the norm goes (chapter 15) and how a branch scales with depth (depth-μP)
+    # where the norm goes (chapter 16) and how a branch scales with depth (depth-μP)
     "peri-ln": "#2ca02c", "output-norm": "#ff7f0e", "sub-ln": "#9467bd", "ln-scaling": "#17becf",
     "dyt": "#bcbd22", "depth-mup": "#444444",
     "adam": "#1f77b4", "sgd": "#d62728", "radam": "#1b9e77",
-    # the learning-rate schedules of tfx.nn.config (chapter 20: figure and explorer alike)
+    # the learning-rate schedules of tfx.nn.config (chapter 21: figure and explorer alike)
     "constant": "#444444", "cosine": "#17becf", "wsd-linear": "#bcbd22", "wsd-sqrt": "#e377c2",
     "linear-decay": "#8c564b",
 }
 # Figures that name schemes by their labels ("Post-LN") rather than their keys.
 ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
-# Chapter 14's fixes for logits that grow.
+# Chapter 15's fixes for logits that grow.
 FIX_COLORS = {"no fix": "#7f7f7f", "QK-norm": "#1f77b4", "z-loss": "#ff7f0e",
               "soft-capping": "#9467bd"}
-# The norms of chapter 15b; DyT at its default α (0.5) is the scheme "dyt".
+# The norms of chapter 17; DyT at its default α (0.5) is the scheme "dyt".
 NORM_COLORS = {"LayerNorm": "#1f77b4", "RMSNorm": "#17becf", "DyT": COLORS["dyt"],
                "DyT, α = 0.5": COLORS["dyt"], "DyT, α = 2": "#8c564b",
                "DyT, α = 0.1": "#8c564b", "DyT, α = 0.02": "#e377c2"}
@@ -61,7 +61,7 @@ ENCODER_SETTING_COLORS = {"alone": "#d62728", "with a decoder": "#1f77b4"}
 # A closed form against its autograd check (chapter 3); chapter 9's two bounds on σ/(b − a).
 CHECK_COLORS = {"closed form": "#1f77b4", "autograd": "#d62728"}
 BOUND_COLORS = {"Popoviciu": "#444444", "Xu et al.": "#d62728"}
-# A loss spike's onset and the update norm read before it (chapter 17).
+# A loss spike's onset and the update norm read before it (chapter 18).
 SPIKE_COLORS = {"onset": "#1f78b4", "update norm": "#d95f02"}
 # The book's map (chapter 1): a box's fill says what it is, an arrow's colour what it does.
 MAP_FILLS = {"problem": "#fff2cc", "mechanism": "#dae8fc", "failure": "#f8cecc",
@@ -74,9 +74,9 @@ WARMUP_COLORS = ("#d95f02", "#e6ab02", "#66a61e", "#1b9e77")  # no warmup … th
 BETA2_COLORS = ("#1b9e77", "#d95f02", "#7570b3")  # RAdam's β₂ values (chapter 11)
 # chapter 11's optimiser settings (Adam at two rates, then SGD)
 OPTIMISER_SETTING_COLORS = ("#7570b3", "#d95f02", "#666666")
-# chapter 17's runs on a quadratic: gradient descent, then the Adam variants
+# chapter 18's runs on a quadratic: gradient descent, then the Adam variants
 QUADRATIC_RUN_COLORS = ("#555555", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")
-RECIPE_COLORS = ("#7f7f7f", "#d95f02", "#1b9e77", "#7570b3")  # chapter 19's recipes
+RECIPE_COLORS = ("#7f7f7f", "#d95f02", "#1b9e77", "#7570b3")  # chapter 20's recipes
 # an explorer's series whose label names no scheme (tfx.book.explorer)
 UNNAMED_SERIES_COLORS = ("#444444", "#17becf", "#bcbd22", "#e377c2", "#8c564b", "#aec7e8",
                          "#98df8a", "#c5b0d5")

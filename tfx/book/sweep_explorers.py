@@ -293,7 +293,7 @@ def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | N
 
 
 def logits_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
-    """Chapter 14 (LG-1, LG-2, ZL-1, EC-1): ``experiments/logits.toml``. Controls: the fix
+    """Chapter 15 (LG-1, LG-2, ZL-1, EC-1): ``experiments/logits.toml``. Controls: the fix
     (none, QK-norm, z-loss, soft-capping) and the learning rate. Panels: every seed's
     validation loss, largest attention logit, lowest per-head attention entropy and output
     log Z over training (recorded by ``tfx.runs.probes`` on the training step's own forward)."""
@@ -305,7 +305,7 @@ def logits_explorer(records, experiment, profile: str, default: dict | None = No
 
 def zoo_explorer(records, experiment, profile: str, default: dict | None = None, before: int = 10,
                  every: int = 2) -> Explorer:
-    """Chapter 20's spike zoo (SZ-1..3; ``experiments/spike-zoo.toml``): each cause × guard ×
+    """Chapter 21's spike zoo (SZ-1..3; ``experiments/spike-zoo.toml``): each cause × guard ×
     learning rate. Left: every seed's training loss minus its control's (the same seed, no
     injection, no guard: :func:`tfx.runs.spikes.control_of`) from ``before`` steps ahead of the
     injection to the end, every ``every``-th step; the note gives the median cost and height,

@@ -1,5 +1,5 @@
 """The book's answer, read from its own results: the tables of the closing chapter
-(``book/16-what-to-do.ipynb``).
+(``book/24-what-to-do.ipynb``).
 
 Nothing here judges a claim. A claim's status is the word its chapter glued as
 ``status-<ID>`` (:func:`tfx.book.claims.statuses`, read from the committed chapters), one of
@@ -10,7 +10,7 @@ then every status is :data:`NO_CHECKOUT` and the page says so instead of failing
 
     rows = synthesis.verdicts()            # one Verdict per claim of tfx.book.claims.CLAIMS
     synthesis.verdict_table(rows)          # a Markdown table: id, claim, status, chapter
-    synthesis.warmup_summaries()           # what chapters 11, 12 and 13 say about warmup
+    synthesis.warmup_summaries()           # what chapters 11, 12 and 14 say about warmup
     synthesis.gpu_status()                 # training claims with / without GPU records
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ SHORT = {"reproduces": "rep", "mixed": "mixed", "reproduces in part": "part",
 WARMUP_CHAPTERS = {
     "11": ("warmup-summary-11", ("WU-1", "WU-2", "WU-3")),
     "12": ("warmup-summary-12", ("AD-3",)),
-    "13": ("warmup-summary-13", ("LM-1",)),
+    "14": ("warmup-summary-14", ("LM-1",)),
 }
 
 _CHECKOUT = object()  # "the checkout this tfx runs from", resolved when called (tests patch ROOT)
@@ -139,7 +139,7 @@ class WarmupSummary:
 
 
 def warmup_summaries(root=_CHECKOUT) -> list[WarmupSummary]:
-    """What chapters 11, 12 and 13 say about warmup: each chapter's glued ``warmup-summary-NN``
+    """What chapters 11, 12 and 14 say about warmup: each chapter's glued ``warmup-summary-NN``
     where it has one, else the statuses of the claims in :data:`WARMUP_CHAPTERS` (and which)."""
     root = _root(root)
     rows = verdicts(root) if root else []

@@ -1,4 +1,4 @@
-"""What the training chapters (11, 12, 12b: warmup, Adam and depth) show but do not teach.
+"""What the training chapters (11, 12 and 13: warmup, Adam and depth) show but do not teach.
 
 A chapter keeps the code a reader learns from (a sweep loaded, an effect computed, a probe
 called); the tables, the verdict lines and the drawing of its figures live here, so that the
@@ -689,7 +689,7 @@ def stability_map_figure(P, smap, b2s, lrs, chance):
     return fig
 
 
-# --------------------------------------------------------------------------- chapter 12b
+# --------------------------------------------------------------------------- chapter 13
 def effective_depth_init_figure(P, sublayers, eff):
     """Σ β²_ii at initialisation against the number of sub-layers, per scheme, and ln L."""
     fig, ax = figure(P, width=5.6, height=3.2)

@@ -1,4 +1,4 @@
-"""Logits that grow: what bounds an attention logit, and what the output's log Z is free to do (chapter 14).
+"""Logits that grow: what bounds an attention logit, and what the output's log Z is free to do (chapter 15).
 
 **Attention logits.** Head h scores query i against key j with z_ij = q_i·k_j / √d_h, q = W_Q x,
 k = W_K x: the logit is *bilinear* in (W_Q, W_K), so when both matrices grow by a factor s the

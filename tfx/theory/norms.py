@@ -1,5 +1,5 @@
 """What does each norm do to the stream and its gradient? Normalisation after 2020 at
-initialisation (RN-1, DY-1, PL-1; the book's chapter 15).
+initialisation (RN-1, DY-1, PL-1; the book's chapter 16).
 
 * DyT (zhu2025dyt) replaces every norm by γ ⊙ tanh(α x) + β: a unit *saturates* when
   |tanh(α x)| is close to 1, where its gradient 1 − tanh² vanishes.
@@ -76,7 +76,7 @@ def dyt_saturation(model, batch, threshold: float = DYT_SATURATED) -> dict:
 
 
 # ----------------------------------------------------------------- where the norm sits (PL-1)
-# The decoder-only variants chapter 15 compares, keys of tfx.nn.config.SCHEMES: x_i = N(x + f(x))
+# The decoder-only variants chapter 16 compares, keys of tfx.nn.config.SCHEMES: x_i = N(x + f(x))
 # (post), x + f(N(x)) (pre), x + N(f(N(x))) (peri-ln), x + N(f(x)) (output-norm, OLMo 2),
 # x + f(N(x)) with N inside f (sub-ln), x + f(N(x)/√ℓ) (ln-scaling), x + f(DyT(x)) (dyt).
 PLACEMENT_SCHEMES = ("post", "pre", "peri-ln", "output-norm", "sub-ln", "ln-scaling", "dyt")
@@ -144,7 +144,7 @@ def branch_multipliers(model, batch, stack: str | None = None) -> dict:
 def depth_factor(scheme: str, N) -> np.ndarray:
     """The factor a scheme puts on a residual branch relative to the stream, against the
     number of layers N of a decoder-only stack (L = 2N sub-layers), up to a constant that
-    does not depend on N (the branch's own gain at unit scale). Derived in chapter 15:
+    does not depend on N (the branch's own gain at unit scale). Derived in chapter 16:
 
     * ``"deepnorm"``    β²/α: two β-scaled matrices on the branch, α on the shortcut;
                         β = (8N)^(-1/4), α = (2N)^(1/4) → ∝ N^(-3/4) (wang2022deepnet)

@@ -1,4 +1,4 @@
-"""The optimiser's share of an instability: probes of Adam's own state (chapters 17, 18).
+"""The optimiser's share of an instability: probes of Adam's own state (chapters 18, 19).
 
 **Spikes from Adam's preconditioner** (Bai et al. 2025, bai2025adamspikes). On the 1-D
 quadratic f(x) = h x²/2, gradient descent with rate η converges for η h < 2 and the loss
