@@ -96,12 +96,13 @@ page-report: $(STAMP)
 # on every notebook, run where a Colab reader runs it (colab-check: the built wheel in a clean
 # venv, each notebook from an empty folder), then the book built with -W from the outputs
 # nbval just produced. Each chapter executes once. pytest collecting nothing (exit 5) fails.
-# TEST_WORKERS: pytest processes (pytest-xdist) and notebooks executed at once.
+# TEST_WORKERS: pytest processes (pytest-xdist) and notebooks executed at once. --durations
+# lists the slowest tests, so that CI time (the guide asks for under 20 minutes) can be read off a log.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 test: export TFX_PROFILE ?= quick
 test: book-rendered browser-deps-if-possible
 	@echo "==> pytest tests/ (TFX_PROFILE=$$TFX_PROFILE, $(TEST_WORKERS) workers)"
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 tests
 	@echo "==> nbval on every notebook, from the built wheel in a clean venv, each from an empty folder"
 	$(BIN)/python scripts/colab_check.py --jobs $(TEST_WORKERS)
 	@echo "==> the book built with -W from the outputs nbval just produced (a warning only executed outputs give)"

@@ -1,5 +1,6 @@
 """The figure stamp names the profile, the device and the task the figure shows."""
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -76,10 +77,6 @@ def test_effects_plot_draws_every_seed_the_interval_and_the_verdict_colour():
 # the registry's for the same thing (a TODO(colours) comment marks the spot), kept so that the
 # committed figures stay as they are until the chapters are executed again.
 COLOUR_CONFLICTS = {
-    "admin_pages.py": {"#8c564b"},  # profiling-free Admin; COLORS["admin-profiling-free"] #1b9e77
-    "lm_pages.py": {"#d62728", "#ff7f0e"},  # ec1's outcomes; OUTCOME_COLORS differ
-    "theory_pages.py": {"#ff7f0e", "#9467bd"},  # chapter 1's optimisers; COLORS["sgd"], ["adam"]
-    "widgets.py": {"#d62728", "#1f77b4", "#2ca02c"},  # training explorer's warmups; WARMUP_COLORS
 }
 
 
@@ -130,3 +127,33 @@ def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
                    ("LayerNorm", "RMSNorm", "DyT, α = 0.5", "DyT, α = 2"))  # gain_figure
     for keys in norms_drawn:
         assert len({plot.NORM_COLORS[k] for k in keys}) == len(keys)
+
+
+def test_warmups_take_the_ends_of_the_warmup_scale():
+    """plot.warmup_colors: no warmup always the scale's first colour, the longest its last, in
+    every chapter and explorer (training_pages and widgets both call it)."""
+    from tfx.book.plot import WARMUP_COLORS, warmup_colors
+    for n in range(1, 5):
+        got = warmup_colors(n)
+        assert len(got) == n and len(set(got)) == n and got[0] == WARMUP_COLORS[0]
+        assert n == 1 or got[-1] == WARMUP_COLORS[-1]
+    with pytest.raises(ValueError, match="n=5"):
+        warmup_colors(5)
+
+
+def test_no_chapter_spells_a_colour():
+    """The chapters' code cells take their colours from the registry too (a cell that spells
+    '#rrggbb' would give a thing a colour no other page knows)."""
+    import json
+    import re
+    from pathlib import Path
+
+    book = Path(__file__).resolve().parents[2] / "book"
+    spelled = {}
+    for nb in sorted(book.glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        found = {c for cell in cells if cell["cell_type"] == "code"
+                 for c in re.findall(r"#[0-9a-fA-F]{6}\b", "".join(cell["source"]))}
+        if found:
+            spelled[nb.name] = sorted(found)
+    assert not spelled, f"colours spelled in chapters (use tfx.book.plot's registry): {spelled}"

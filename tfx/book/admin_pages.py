@@ -15,9 +15,8 @@ from ..theory import change, fit, gradients
 from . import plot
 from .notebook import glue, glue_figure, md, md_table
 
-# profiling-free Admin. TODO(colours): differs from plot.COLORS["admin-profiling-free"]
-# (#1b9e77, chapter 12's); this one is T-Fixup's brown.
-FREE_COLOR = "#8c564b"
+# profiling-free Admin, as in every chapter that draws it
+FREE_COLOR = plot.color("admin-profiling-free")
 SCHEME_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "admin": "Admin (profiled)",
                 "admin-profiling-free": "Admin (profiling-free)"}
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.lines
 import numpy as np
 
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_status, status_of
 from .notebook import glue, glue_figure, md, md_table
-from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, color, effects_plot, figure,
-                   lr_curves)
+from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, OUTCOME_COLORS, color, effects_plot,
+                   figure, lr_curves)
 
 
 def fmt(values, spec: str = "{:.2f}") -> str:
@@ -531,15 +532,14 @@ def ec1(P, lrecs, lr_names, best_lr: str):
         ent = traces.trace(r.history, "attn_entropy_min")
         ax1.plot(ent[1][-1], outcome.judge(r).loss, marks[v], color=FIX_COLORS["no fix"],
                  ms=5, alpha=0.8)
-        # TODO(colours): differs from plot.OUTCOME_COLORS (learned #2ca02c, still learning
-        # #1f77b4); the title below names these colours, so both change together.
-        ax2.plot(*ent, color="0.3" if v == "learned" else "#d62728"
-                 if v in outcome.FAILED else "#ff7f0e", lw=0.6, alpha=0.5)
+        ax2.plot(*ent, color=OUTCOME_COLORS[v], lw=0.6, alpha=0.5)
     ax1.set(xscale="symlog", xlabel="lowest head entropy at the end (nats)",
             ylabel="held-out loss at the end (nats)",
             title="no fix (○ learned, □ still learning, ▼ did not learn)")
-    ax2.set(xlabel="step", ylabel="lowest head entropy (nats)",
-            title="grey: learned; orange: still learning; red: failed")
+    ax2.set(xlabel="step", ylabel="lowest head entropy (nats)", title="no fix: every run, by how it ended")
+    shown = [v for v in OUTCOME_COLORS if v in verdict.values()]  # the outcomes present, in the registry's order
+    ax2.legend(handles=[matplotlib.lines.Line2D([], [], color=OUTCOME_COLORS[v], label=v) for v in shown],
+               fontsize=7)
 
     def spacing(steps):
         return steps[1] - steps[0] if len(steps) > 1 else None

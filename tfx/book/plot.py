@@ -28,6 +28,7 @@ COLORS = {
     "admin-profiling-free": "#1b9e77", "t-fixup-weights": "#c49c94",
     "t-fixup-embeddings": "#e7ba52", "lipschitz-linears": "#9edae5",
     "post+warmup": "#ff9896",  # Post-LN trained with warmup: its scheme's red, lighter
+    "pre+warmup": "#aec7e8",  # Pre-LN trained with warmup: its scheme's blue, lighter
     "post-enc-pre-dec": "#666666",  # a Post-LN encoder under a Pre-LN decoder (chapter 12)
     # where the norm goes (chapter 16) and how a branch scales with depth (depth-μP)
     "peri-ln": "#2ca02c", "output-norm": "#ff7f0e", "sub-ln": "#9467bd", "ln-scaling": "#17becf",
@@ -37,6 +38,9 @@ COLORS = {
     "constant": "#444444", "cosine": "#17becf", "wsd-linear": "#bcbd22", "wsd-sqrt": "#e377c2",
     "linear-decay": "#8c564b",
 }
+# Where optimisers are drawn in panels beside the schemes (chapter 1), COLORS' red and blue for
+# SGD and Adam would read as Post-LN and Pre-LN: there they take a pair of their own.
+OPTIMISERS_BESIDE_SCHEMES = {"sgd": "#ff7f0e", "adam": "#9467bd"}
 # Figures that name schemes by their labels ("Post-LN") rather than their keys.
 ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
 # Chapter 15's fixes for logits that grow.
@@ -68,9 +72,36 @@ MAP_FILLS = {"problem": "#fff2cc", "mechanism": "#dae8fc", "failure": "#f8cecc",
              "ruled out": "#eeeeee", "fix": "#d5e8d4"}
 MAP_ARROW_COLORS = {"cause": "#333333", "fix": "#2ca02c", "ruled out": "#888888"}
 
+# Chapter 19: a model made larger by depth or by width.
+SHAPE_COLORS = {"deeper": "#d95f02", "wider": "#1b9e77"}
+# Chapter 20's recipes: the warmups from light to dark, then the two forms of weight decay.
+WARMUP_DECAY_COLORS = {"warmup 10": "#a6cee3", "warmup 40": "#1f78b4", "warmup 160": "#08306b",
+                       "coupled decay": "#d95f02", "independent decay": "#1b9e77"}
+# Chapter 21: what breaks a run on purpose, and the guards that rescue it.
+SPIKE_CAUSE_COLORS = {"repeated n-gram": "#1b9e77", "rate bump": "#d95f02", "fresh moments": "#7570b3",
+                      "data reset": "#e7298a"}
+GUARD_COLORS = {"clip at 1.0": "#e7298a", "skip-step": "#66a61e", "rollback": "#a6761d",
+                "rollback, window 50": "#e6ab02"}
+# Chapters 21 and 23: AdamW, Muon and QK-clip, and the singular values of an update before and
+# after orthogonalising it (Newton–Schulz against the SVD's U Vᵀ).
+MUON_COLORS = {"AdamW": "#1f78b4", "Muon": "#d95f02", "Muon + QK-clip": "#1b9e77"}
+ORTHOGONALISATION_COLORS = {"the update": "#7f7f7f", "Newton–Schulz": "#d95f02", "SVD": "#1f78b4"}
+
 # Things drawn in an order rather than by name: each sequence, first to last.
 SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")  # Dark2
 WARMUP_COLORS = ("#d95f02", "#e6ab02", "#66a61e", "#1b9e77")  # no warmup … the longest
+# which of WARMUP_COLORS n warmups take, shortest first: the ends of the scale for two
+_WARMUP_PICKS = {1: (0,), 2: (0, 3), 3: (0, 1, 3), 4: (0, 1, 2, 3)}
+
+
+def warmup_colors(n: int) -> tuple:
+    """The colours of ``n`` warmups, shortest first (no warmup is always WARMUP_COLORS[0], the
+    longest always the last); n from 1 to 4, else a ValueError saying so."""
+    if n not in _WARMUP_PICKS:
+        raise ValueError(f"n={n}: warmup_colors colours 1 to {len(WARMUP_COLORS)} warmups")
+    return tuple(WARMUP_COLORS[i] for i in _WARMUP_PICKS[n])
+
+
 BETA2_COLORS = ("#1b9e77", "#d95f02", "#7570b3")  # RAdam's β₂ values (chapter 11)
 # chapter 11's optimiser settings (Adam at two rates, then SGD)
 OPTIMISER_SETTING_COLORS = ("#7570b3", "#d95f02", "#666666")

@@ -16,10 +16,8 @@ from ..runs import sweep
 from . import plot
 from .notebook import glue, glue_figure, md_table
 
-# Chapter 1 draws optimisers and placements in neighbouring panels: they get their own pair
-# of colours so that red/blue means Post-/Pre-LN only (the placements keep plot.COLORS').
-# TODO(colours): differs from plot.COLORS["sgd"] (#d62728) and ["adam"] (#1f77b4).
-OPTIMISER_COLORS = {"sgd": "#ff7f0e", "adam": "#9467bd"}
+# Chapter 1 draws optimisers and placements in neighbouring panels (plot.OPTIMISERS_BESIDE_SCHEMES)
+OPTIMISER_COLORS = plot.OPTIMISERS_BESIDE_SCHEMES
 
 
 

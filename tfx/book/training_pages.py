@@ -21,7 +21,7 @@ import numpy as np
 
 from ..runs import outcome, results, sensitivity
 from ..runs.sweep import first_step_below
-from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, WARMUP_COLORS, color, effects_plot,
+from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, effects_plot, warmup_colors,
                    figure, lr_curves)
 from .notebook import glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
 
@@ -346,7 +346,7 @@ def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
     ax1.set(xticks=x, xticklabels=warmups, ylabel="held-out loss at the end (nats)",
             yscale="log", title="Post-LN: final loss against warmup")
     ax1.legend(fontsize=7)
-    for w, c in zip(warmups, (WARMUP_COLORS[0], WARMUP_COLORS[1], WARMUP_COLORS[3])):
+    for w, c in zip(warmups, warmup_colors(3)):
         for r in results.select(recs, optimizer=hi, **{"train.warmup": w}):
             ax2.plot(r.history.step, r.history.loss, color=c, lw=0.8, alpha=0.8,
                      label=w if r.seed == 0 else None)
@@ -365,7 +365,7 @@ def post_ln_windows_figure(P, post_recs):
     fig, axes = figure(P, ncols=len(depths), width=9.4, height=3.4)
     h = post_recs[0].history
     for ax, dp in zip(np.atleast_1d(axes), depths):
-        for w, c in zip(warms, (WARMUP_COLORS[0], WARMUP_COLORS[3])):
+        for w, c in zip(warms, warmup_colors(2)):
             for seed, (lrs, vals) in sensitivity.curves(
                     results.select(post_recs, depth=dp, warmup=w)).items():
                 ax.plot(lrs, vals, "-o", ms=3, lw=1, color=c, label=w if seed == 0 else None)
@@ -535,7 +535,7 @@ def warmup_axis_figure(P, wrecs, archs, w_names, w_steps, learned_level):
             xticklabels=[f"{w}\n({w_steps[w]})" for w in w_names],
             ylabel="held-out loss at the end (nats)", title="every seed; warmup (steps)")
     ax1.legend(fontsize=7)
-    for w, c in zip(w_names, WARMUP_COLORS):
+    for w, c in zip(w_names, warmup_colors(len(w_names))):
         for r in results.select(wrecs, architecture="Post-LN", warmup=w):
             ax2.plot(r.history.eval_step, r.history.eval_loss, color=c, lw=1,
                      label=w if r.seed == 0 else None)

@@ -13,7 +13,7 @@ from ..nn.config import ModelConfig, TrainConfig
 from ..nn.model import build_scheme
 from ..runs import outcome
 from .explorer import Explorer, Panel
-from .plot import CHECK_COLORS, GREYS, LABELS, STACK_COLORS, color
+from .plot import CHECK_COLORS, GREYS, LABELS, STACK_COLORS, color, warmup_colors
 
 __all__ = ["Explorer", "Panel", "init_diagnostics_explorer", "why_hard_explorer", "training_explorer", "layernorm_jacobian_explorer",
            "gradients_at_init_explorer", "amplification_explorer"]
@@ -197,8 +197,8 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
                 chosen = rec
         h = chosen.history
         lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
-        # TODO(colours): differs from plot.WARMUP_COLORS (chapters 11 and 12's warmups)
-        colors = {f"warmup {w}": c for w, c in zip(steps, ("#d62728", "#1f77b4", "#2ca02c"))}
+        # no warmup … the longest, as chapters 11 and 12 colour their warmups
+        colors = {f"warmup {w}": c for w, c in zip(steps, warmup_colors(len(steps)))}
         colors["chance"] = GREYS["reference"]
         return [Panel(title=f"{SCHEME_LABELS[placement]}, N = {depth}+{depth}, lr {lr:g}", x="step",
                       y="loss (nats/token)", lines=lines, styles={**styles, "chance": "dashed"}, colors=colors,
