@@ -62,6 +62,14 @@ def link_chapters(text: str, root: Path = claims.ROOT) -> str:
     return _CHAPTER.sub(one, text)
 
 
+def _claim_and_prediction(c, root: Path, lead: str = "") -> list[str]:
+    """A claim's statement with its sources, a blank line and the paper's prediction, as the
+    claims page and the Evidence boxes both show them."""
+    cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
+    return [f"{lead}{link_chapters(c.statement, root)} ({cites}, {link_chapters(c.where, root)})", "",
+            f"- **Prediction:** {link_chapters(c.prediction, root)}"]
+
+
 def render_page(root: Path = claims.ROOT) -> str:
     """The Markdown of the appendix page 'Claims and how they are checked'."""
     tests, mentioned = ids_in_tests(root), claims.ids_in_chapters(root)
@@ -116,7 +124,6 @@ def render_page(root: Path = claims.ROOT) -> str:
         rows.append([ref, statement, status(c), chaps, test])
     out.append(md_table(["id", "claim", "status", "chapters", "test"], rows))
     for c in claims.CLAIMS:
-        cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
         chaps = ", ".join(f"{{doc}}`{s}`" for s in mentioned.get(c.id, [])) or "none yet"
         test = (", ".join(f"`{t.split('::')[1]}` in `{t.split('::')[0]}`" for t in tests.get(c.id, []))
                 or ("none: context, not a check" if c.context else "none yet"))
@@ -125,9 +132,7 @@ def render_page(root: Path = claims.ROOT) -> str:
             f"(claim-{c.id.lower()})=",
             f"## {c.id}",
             "",
-            f"{link_chapters(c.statement, root)} ({cites}, {link_chapters(c.where, root)})",
-            "",
-            f"- **Prediction:** {link_chapters(c.prediction, root)}",
+            *_claim_and_prediction(c, root),
             f"- **Status:** {status(c)}",
             *([f"- **Parts:** {claims.paste(parts[c.id], '{parts-' + c.id + '}')}"] if c.id in parts else []),
             f"- **Measured:** {claims.measurement(c, root)}",
@@ -169,11 +174,8 @@ def evidence_page(stem: str, root: Path = claims.ROOT, judged: dict | None = Non
     for c in claims.CLAIMS:
         if c.id not in judged:
             continue
-        cites = "; ".join(f"{{cite:t}}`{k.strip()}`" for k in c.cite.split(","))
         body = [
-            f"**{c.id}.** {link_chapters(c.statement, root)} ({cites}, {link_chapters(c.where, root)})",
-            "",
-            f"- **Prediction:** {link_chapters(c.prediction, root)}",
+            *_claim_and_prediction(c, root, lead=f"**{c.id}.** "),
             f"- **Measured:** {claims.measurement(c, root).removesuffix(f' (in {{doc}}`{stem}`)')}",
             *([f"- **Parts:** {claims.paste(stem, '{parts-' + c.id + '}')}"] if c.id in parts else []),
             f"- **On the claims page:** {{ref}}`{c.id} <claim-{c.id.lower()}>`, with the test that checks it.",
