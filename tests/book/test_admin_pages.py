@@ -120,6 +120,18 @@ def test_gv2_reads_the_outcome_rule(glued, hybrid, verdict):
     assert verdict in str(glued["nv_gv2_verdict"].data)
     assert glued["nv_post_pre_loss"] == 1.0 and "`learned`" in table
     assert pages.run_key("Post/Pre") == "post_pre"
+    # the caption and the failure mode say what these runs did, not what one machine's did
+    assert glued["nv_gv2_headline"] == ("removing the vanishing gradient is not what makes a model train"
+                                        if hybrid != "learned" else "the hybrid, with no vanishing gradient, trains")
+    assert "stalls near chance" in str(glued["nv_fail_mode"].data)
+
+
+def test_gv2_says_how_the_failing_runs_failed(glued):
+    runs = {"Post/Post": _history("diverged", 9.0), "Post/Pre": _history("did not learn", 2.9),
+            "Pre/Pre": _history("did not learn", 2.9)}
+    pages.glue_gv2(runs, 3.0, "reverse")
+    assert glued["nv_gv2_headline"] == "neither the hybrid nor Pre/Pre trains in this budget"
+    assert str(glued["nv_fail_mode"].data) == "Here Post/Post diverged, Post/Pre did not learn."
 
 
 def test_am1_reads_the_last_row(glued):

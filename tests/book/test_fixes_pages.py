@@ -38,25 +38,6 @@ def test_effect_text_gives_the_mean_and_interval_without_a_verdict():
     assert "one seed" in fp.effect_text(_effect([-1.0]))
 
 
-def test_effects_table_has_one_row_per_effect_with_its_verdict():
-    items = [("x vs y", _effect([-1.0, -1.1, -0.9])),
-             ("flat", _effect([0.01, -0.02, 0.0], expect="equal", margin=0.25, unit=""))]
-    rows = fp.effects_table(items).splitlines()
-    assert len(rows) == 2 + len(items)
-    assert rows[2].startswith("| x vs y |") and rows[2].endswith(f"| {items[0][1].verdict} |")
-    assert "within ±0.25" in rows[3] and "nats" not in rows[3]
-
-
-def test_an_extreme_row_gets_its_own_panel_and_similar_rows_share_one():
-    near = [(f"r{k}", _effect([-1.0 - 0.1 * k, -1.1, -0.9])) for k in range(3)]
-    far = ("far", _effect([-80.0, -60.0, -70.0]))
-    wide, narrow = fp.split_rows(near + [far])
-    assert [label for label, _ in wide] == ["far"] and len(narrow) == 3
-    assert fp.split_rows(near) == ([], near)
-    assert len(fp.forest_figure(P, near + [far]).axes) == 2
-    assert len(fp.forest_figure(P, near).axes) == 1
-
-
 def test_lr_figure_never_goes_below_zero_marks_divergence_in_the_legend_and_draws_no_text(tfixup):
     recs, exp = tfixup
     schemes = [name for name, _ in exp.grid("book")["scheme"]]

@@ -20,27 +20,6 @@ def _stamp_text(fig) -> str:
     return " ".join(t.get_text() for t in fig.texts)
 
 
-def test_evidence_table_is_a_table_with_one_row_per_comparison_and_its_verdict():
-    resolved = _effect([2.0, 2.1, 2.2], [1.0, 1.05, 1.1])
-    unresolved = _effect([1.0, 1.3, 0.9], [1.1, 1.0, 1.0])
-    pairs = [(SimpleNamespace(says="Post-LN ends higher without warmup"), resolved),
-             (SimpleNamespace(says="a contrast"), unresolved)]
-    lines = lm_pages.evidence_table(pairs).splitlines()
-    assert lines[0].startswith("| comparison |") and lines[1].startswith("|---")
-    assert len(lines) == 4
-    assert lines[2].startswith("| Post-LN ends higher without warmup |")
-    assert lines[2].endswith("| reproduces |") and "(fewer than 5)" in lines[2]
-    assert lines[3].endswith(f"| {unresolved.verdict} |") and unresolved.verdict != "reproduces"
-    assert '"' not in lm_pages.evidence_table(pairs)  # a table, not quoted verdict strings
-
-
-def test_seed_table_has_a_column_per_seed_and_marks_a_missing_one():
-    table = lm_pages.seed_table({"Pre-LN": {0: 58.0, 1: 59.2}, "Post-LN": [1.4]}, "ratio", "{:.1f}")
-    lines = table.splitlines()
-    assert lines[0] == "| ratio | seed 0 | seed 1 |"
-    assert lines[2] == "| Pre-LN | 58.0 | 59.2 |" and lines[3] == "| Post-LN | 1.4 | – |"
-
-
 def test_warmup_summary_says_what_the_effects_say():
     """One sentence for the closing chapter: an unresolved effect is said to be unresolved,
     a resolved one gets its direction; the numbers are the effects' own."""
@@ -167,16 +146,3 @@ def test_init_takeaway_says_the_laws_hold_only_where_the_verdict_does():
     missed = lm_pages.init_takeaway(fit(True, False, True), False)
     assert missed.startswith("do not follow") and "“Pre-LN grows like ln N” fails" in missed
     assert "encoder's do not" in lm_pages.init_takeaway(fit(True, True, True), False)
-
-
-def test_the_evidence_and_sensitivity_tables_render_exactly():
-    e = _effect([2.0, 2.2], [1.0, 1.0], a="a", b="b")
-    assert lm_pages.evidence_table([(SimpleNamespace(says="x ends higher"), e)]) == (
-        "| comparison | difference (95 % interval) | seeds | verdict |\n|---|---|---|---|\n"
-        "| x ends higher | +1.10 nats (-0.17 to +2.37) | 2 (fewer than 5) | not resolved at this scale |")
-    from test_training_pages import _gpu_grid
-
-    recs = _gpu_grid({"A": 1e-3, "B": 1e-2}, {"A": 2.0, "B": 1.0}, seeds=2)
-    assert lm_pages.sensitivity_table(recs, "arch", ["A", "B"]) == (
-        "| arch | LR sensitivity (nats), median (range) | learning rates learned at, per seed |\n"
-        "|---|---|---|\n| A | 0.67 (0.67–0.67) | 3, 3 |\n| B | 1.00 (1.00–1.00) | 3, 3 |")

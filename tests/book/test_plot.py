@@ -157,3 +157,25 @@ def test_no_chapter_spells_a_colour():
         if found:
             spelled[nb.name] = sorted(found)
     assert not spelled, f"colours spelled in chapters (use tfx.book.plot's registry): {spelled}"
+
+
+def _effect(diffs):
+    from tfx.runs import effects
+    return effects.paired(dict(enumerate(diffs)), {s: 0.0 for s in range(len(diffs))}, "lower", "a", "b")
+
+
+def test_effects_figure_wraps_its_labels_and_gives_an_extreme_row_its_own_panel():
+    """One forest plot for the whole book: labels wrapped at ``wrap``; a row far wider than the
+    others (split_rows) on a panel of its own, similar rows on one."""
+    P = get_profile("quick", check_task=False)
+    near = [(f"r{k}", _effect([-1.0 - 0.1 * k, -1.1, -0.9])) for k in range(3)]
+    far = ("far", _effect([-80.0, -60.0, -70.0]))
+    wide, narrow = plot.split_rows(near + [far])
+    assert [label for label, _ in wide] == ["far"] and len(narrow) == 3
+    assert plot.split_rows(near) == ([], near)
+    assert len(plot.effects_figure(P, near + [far]).axes) == 2
+    fig = plot.effects_figure(P, [("a long label " * 6, near[0][1]), *near[1:]], title="t", wrap=20)
+    (ax,) = fig.axes
+    assert len(ax.get_yticklabels()) == 3
+    assert max(len(line) for line in ax.get_yticklabels()[2].get_text().splitlines()) <= 20
+    assert "task: libreoffice-en" in _stamp_text(plot.effects_figure(P, near, task="libreoffice-en"))

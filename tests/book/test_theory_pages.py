@@ -176,3 +176,37 @@ def test_ln4_finite_depth_exponent_and_its_fresh_seed_verdict(monkeypatch):
     seen.clear()
     assert not pages.glue_ln4_revised({"exponent": -0.5, "low": -0.55, "high": -0.45}, k, range(6, 12))
     assert seen["ln4_fresh_verdict"] == "outside"
+
+
+def test_anatomy_headline_says_what_the_one_run_shows_and_nothing_typed_against_it(monkeypatch):
+    """Chapter 2's caption comes from the run's outcomes: the usual ordering only when Post-LN
+    sits near chance and both others learned; otherwise each wiring's outcome, as measured (on
+    another CPU a chaotic run can end otherwise)."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    glued = {}
+    monkeypatch.setattr(pages, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
+
+    def run(post_verdict, post_losses):
+        hist = SimpleNamespace(loss=np.array(post_losses), chance_loss=3.2, step=list(range(1, len(post_losses) + 1)))
+        good = SimpleNamespace(loss=np.array([3.2, 1.0, 0.5, 0.2, 0.1, 0.05]), chance_loss=3.2, step=list(range(1, 7)))
+        summ = {lab: {"verdicts": [v], "losses": [post_losses[-1] if lab == "P" else 0.05], "wall_time": 1.0}
+                for lab, v in (("P", post_verdict), ("R", "learned"), ("A", "learned"))}
+        recs = [SimpleNamespace(history=hist)]
+        with mock.patch.object(pages.sweep, "summary", return_value=summ), \
+                mock.patch.object(pages.sweep, "histories", return_value={"P": hist, "R": good, "A": good}):
+            pages.glue_anatomy_run(recs, {"post": "P", "pre": "R", "admin": "A"}, 6, 3e-3, 6, 32, "reverse")
+        return dict(glued)
+
+    stuck = run("did not learn", [3.3, 3.4, 3.45, 3.42, 3.44, 3.45])
+    assert stuck["an-headline"] == "Post-LN stalls near the chance loss while Pre-LN and Admin learn"
+    assert stuck["an-post-finite"].startswith("no:") and "came within 10 % of chance at step" in stuck["an-post-near-chance"]
+    learned = run("learned", [3.3, 2.0, 1.0, 0.5, 0.2, 0.1])
+    assert learned["an-headline"] == "Post-LN learned; Pre-LN learned; Admin learned"
+    assert learned["an-post-near-chance"].startswith("came within 10 % of chance at step")
+    far = run("did not learn", [5.0, 5.5, 6.0, 6.0, 6.5, 7.0])  # stuck, but far above chance
+    assert far["an-headline"] == "Post-LN did not learn; Pre-LN learned; Admin learned"
+    assert far["an-post-near-chance"] == "never came within 10 % of chance"
+    blown = run("diverged", [3.3, 5.0, float("nan"), float("nan"), float("nan"), float("nan")])
+    assert blown["an-headline"].startswith("Post-LN diverged;") and blown["an-post-finite"].startswith("yes:")

@@ -28,25 +28,6 @@ def _rec(seed, loss, **point):
                            config=SimpleNamespace(d_model=64, n_enc=2, n_dec=2))
 
 
-def test_a_pipe_inside_a_table_cell_is_escaped():
-    assert pages.cell("median |g|") == "median \\|g\\|"
-    assert pages.cell("two\nlines") == "two lines"
-
-
-def test_effects_table_has_one_row_per_effect_with_its_verdict_and_escaped_label():
-    table = pages.effects_table([("a |g| b", UP), ("c", MIXED), ("d", DOWN)], head="what")
-    lines = table.splitlines()
-    assert lines[0].startswith("| what |") and len(lines) == 2 + 3
-    assert "a \\|g\\| b" in lines[2] and lines[2].endswith("| reproduces |")
-    assert lines[3].endswith("| not resolved at this scale |") and lines[4].endswith("| reversed |")
-    assert "+1.50 nats" in lines[2] and "3 of 3 (higher)" in lines[2]
-    assert "{:+.1f}".format(UP.mean) in pages.effects_table([("a", UP)], fmt="{:+.1f}")
-    one_seed = paired({0: 1.0}, {0: 0.0}, "higher")
-    assert "none (one seed)" in pages.effects_table([("x", one_seed)])
-    with pytest.raises(ValueError, match="items"):
-        pages.effects_table([])
-
-
 def test_effects_sentence_reads_each_effect_and_can_drop_the_interval():
     s = pages.effects_sentence("Warmup:", [("it rose", UP), ("it fell", DOWN)])
     assert s.startswith("Warmup: it rose by +1.50 nats (95 % CI ")
@@ -69,15 +50,6 @@ def test_verdict_tally_counts_each_verdict_once_with_the_total_first():
         pages.verdict_tally([])
 
 
-def test_outcome_counts_and_table_read_tfx_runs_outcome():
-    recs = [_rec(0, 0.5, arch="A", depth="2"), _rec(1, 5.9, arch="A", depth="2"),
-            _rec(0, 0.4, arch="B", depth="2"), _rec(1, 0.3, arch="B", depth="2")]
-    assert pages.outcome_counts(recs[:2]) == "learned 1, did not learn 1 of 2"
-    table = pages.outcome_table(recs, rows="arch", cols="depth", col_names={"2": "two layers"})
-    assert table.splitlines()[0] == "| arch | two layers |"
-    assert "| B | learned 2 of 2 |" in table
-
-
 def test_median_first_last_counts_the_runs_that_fell():
     first, last, fell = pages.median_first_last([_rec(0, 4.0), _rec(1, 6.0), _rec(2, 3.0)])
     assert (first, last, fell) == (5.0, 4.0, 2)
@@ -97,29 +69,12 @@ def test_steps_to_target_gives_none_for_a_run_that_never_gets_there():
     assert pages.steps_to_target([a, b], target=1.0) == {0: 100, 1: None}
 
 
-def test_gpu_markdown_shows_records_or_one_sentence():
-    assert pages.gpu_markdown({"depth": []}, {"depth": ("arch", "depth")}) == (
-        "GPU results for depth are not in yet; the box at the end of the page says how to "
-        "run them.")
-    recs = [_rec(s, 0.5, arch="A", depth="2", warmup=w) for s in (0, 1) for w in ("none", "w")]
-    for r in recs:
-        r.device, r.code_version, r.finished_at, r.carried_from = "cuda", "abc", "2026-11-27", []
-        r.fixture = True
-    text = pages.gpu_markdown({"depth": recs, "lm": []},
-                              {"depth": ("arch", "depth"), "lm": ("arch", "depth")})
-    assert "**depth**: 4 runs · FIXTURES" in text and "device cuda" in text
-    assert "warmup **none**" in text and "warmup **w**" in text  # one table per warmup
-    assert text.endswith("GPU results for lm are not in yet; the box at the end of the page "
-                         "says how to run them.")
-
-
-def test_effects_figure_has_one_row_per_effect_and_glue_figure_closes_it(monkeypatch):
+def test_glue_figure_closes_the_figure(monkeypatch):
     import matplotlib.pyplot as plt
 
-    fig = pages.effects_figure(P, [("a long label " * 6, UP), ("b", DOWN)], title="t", wrap=20)
-    ax = fig.axes[0]
-    assert len(ax.get_yticklabels()) == 2
-    assert max(len(line) for line in ax.get_yticklabels()[1].get_text().splitlines()) <= 20
+    from tfx.book.plot import effects_figure
+
+    fig = effects_figure(P, [("a", UP), ("b", DOWN)], title="t")
     glued = {}
     monkeypatch.setattr("tfx.book.notebook.glue",
                         lambda name, value, display=False: glued.setdefault(name, display))

@@ -248,6 +248,17 @@ def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
     else:
         verdict = "**is inconclusive**: Pre/Pre did not train either in this budget"
     glue("nv_gv2_verdict", md(verdict))
+    # the caption and the failure mode from the same outcomes: one seed is chaotic, and on
+    # another CPU it may end otherwise, so neither is typed against one machine's run
+    glue("nv_gv2_headline", "removing the vanishing gradient is not what makes a model train"
+         if trained["Pre/Pre"] and not trained["Post/Pre"] else
+         "the hybrid, with no vanishing gradient, trains" if trained["Post/Pre"] else
+         "neither the hybrid nor Pre/Pre trains in this budget")
+    failing = {k: h.status for k, h in runs.items() if k.startswith("Post/") and h.status != "learned"}
+    glue("nv_fail_mode", md("Here no Post-LN encoder's run failed." if not failing else
+         "At our scale a failing run does not blow up: its loss stalls near chance, and the rule "
+         "records it as `did not learn`." if set(failing.values()) == {"did not learn"} else
+         "Here " + ", ".join(f"{k} {v}" for k, v in failing.items()) + "."))
     rows = [[label, f"`{h.status}`", f"{h.eval_loss[-1]:.2f}"] for label, h in runs.items()]
     return trained, md_table(["encoder/decoder", "outcome", "held-out loss at the end"], rows)
 

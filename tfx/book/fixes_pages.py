@@ -4,8 +4,8 @@ from: the figures of a learning-rate sweep and of paired effects, the tables of 
 the glued numbers, and the explorers over the recorded sweeps.
 
     fig = lr_figure(P, recs, "scheme", {"trains": [...], "stream blows up": [...]})
-    fig = forest_figure(P, items)              # items: [(label, Effect), ...]
-    display(Markdown(effects_table(items)))    # one row per paired effect
+    fig = plot.effects_figure(P, items)        # items: [(label, Effect), ...]
+    display(Markdown(tables.effects_table(items)))  # one row per paired effect
     glue_effect("tf2_vs_xavier", effect)       # the mean, its 95 % interval, the verdict
 
 A verdict is never decided here: the effects come from :mod:`tfx.runs.effects` (registered in
@@ -18,10 +18,10 @@ import math
 import numpy as np
 
 from ..runs import outcome, results, sensitivity
-from . import training_pages
 from .evidence import seed_cells
 from .explorer import Explorer
 from .notebook import glue, glue_figure, md_table
+from .tables import Signed
 from .plot import BOUND_COLORS, GREYS, color, effects_plot, figure
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
 
@@ -37,26 +37,14 @@ SCHEME_COLORS = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": colo
                  "T-Fixup": color("t-fixup"), "ReZero": color("rezero"), "DeepNorm": color("deepnorm")}
 DIVERGED_MARK = dict(marker="x", ms=7, mew=1.6, ls="none")
 LOG_ABOVE = 5.0  # an lr_figure panel whose losses reach this many times chance is drawn on a log axis
-SPLIT_FACTOR = 5.0  # a forest row this many times wider than the median row gets its own panel
 EXPLORER_POINTS = 25  # training-loss points per seed in an explorer state (the page stays small)
 
 
-# ------------------------------------------------------------------ effects in words and tables
-class _Signed:
-    """The default number format of an effect: two decimals ('+1.23'), or two significant
-    digits where two decimals would print a nonzero value as ±0.00 ('-0.0012')."""
-
-    @staticmethod
-    def format(x: float) -> str:
-        if math.isfinite(x) and x != 0 and abs(x) < 0.005:
-            return f"{x:+.2g}"
-        return f"{x:+.2f}"
-
-
+# ------------------------------------------------------------------ effects in words
 def effect_text(e, fmt=None) -> str:
     """'−2.58 nats (95 % interval −2.61 to −2.55)': a paired effect's mean and interval, the
     words a sentence needs (the verdict is said by the sentence, not pasted into it)."""
-    fmt = fmt or _Signed
+    fmt = fmt or Signed
     unit = f" {e.unit}" if e.unit else ""
     if not math.isfinite(e.low):
         return f"{fmt.format(e.mean)}{unit} (one seed: no interval)"
@@ -73,13 +61,6 @@ def glue_effect(name: str, e, fmt=None) -> str:
     glue(f"{name}_high", float(e.high))
     glue(f"{name}_verdict", e.verdict)
     return text
-
-
-def effects_table(items, fmt=None) -> str:
-    """:func:`tfx.book.training_pages.effects_table` (one row per ``(label, Effect)``: the mean
-    difference, its 95 % interval, how many seeds lie on the predicted side, the verdict) with
-    this module's numbers (:class:`_Signed`) and '—' where one seed gives no interval."""
-    return training_pages.effects_table(items, fmt or _Signed, no_interval="—")
 
 
 # ------------------------------------------------------------------ figures
@@ -127,38 +108,6 @@ def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=11)
-    return fig
-
-
-def _reach(e) -> float:
-    vals = [abs(x) for x in (*e.diffs.values(), e.low, e.high, e.mean) if math.isfinite(x)]
-    return max(vals) if vals else 0.0
-
-
-def split_rows(items, factor: float = SPLIT_FACTOR):
-    """(wide, narrow): the forest rows whose reach (largest |value| of a seed, the mean or the
-    interval) exceeds ``factor`` times the median reach, and the others, in their order."""
-    items = list(items)
-    reach = [_reach(e) for _, e in items]
-    med = float(np.median(reach)) if reach else 0.0
-    wide = [it for it, r in zip(items, reach) if med > 0 and r > factor * med]
-    return wide, [it for it in items if it not in wide]
-
-
-def forest_figure(P, items, title: str = "", xlabel: str = "paired difference (nats)"):
-    """A forest plot of paired effects (:func:`tfx.book.plot.effects_plot`). Rows far wider
-    than the others (:func:`split_rows`) are drawn in a panel of their own above, with its own
-    scale, so that one extreme row does not squash the rest. Returns the figure."""
-    wide, narrow = split_rows(items)
-    if not wide:
-        fig, ax = figure(P, width=8, height=0.5 * len(narrow) + 1.6)
-        effects_plot(ax, narrow, title=title, xlabel=xlabel)
-        return fig
-    fig, (top, bottom) = figure(P, nrows=2, width=8, height=0.5 * len(items) + 2.8,
-                                gridspec_kw={"height_ratios": [len(wide) + 0.6, len(narrow) + 0.6]})
-    effects_plot(top, wide, title=(title + "\n" if title else "")
-                 + "rows on a wider scale (their own panel)", xlabel="")
-    effects_plot(bottom, narrow, title="the other rows, on a scale that shows them", xlabel=xlabel)
     return fig
 
 

@@ -7,15 +7,13 @@ strings for the claims page — lives here, one function per job, so that it is 
 (``tests/book/test_lm_pages.py``) and the chapter reads like a book::
 
     lm1 = evidence.evaluate("LM-1", CPU, load=lambda *_: lrecs)
-    glue("lm1-evidence", lm_pages.md(lm_pages.evidence_table(lm1)))  # a table, not a verdict
+    glue("lm1-evidence", lm_pages.md(tables.effects_table(lm1)))  # a table, not a verdict
 
 Nothing here decides whether a run learned (:mod:`tfx.runs.outcome` does) or whether a
 claim reproduces (:mod:`tfx.book.evidence` does); these functions only lay out what those
 modules say.
 """
 from __future__ import annotations
-
-import math
 
 import matplotlib.lines
 import numpy as np
@@ -24,8 +22,9 @@ from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_status, status_of
 from .notebook import glue, glue_figure, md, md_table
-from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, OUTCOME_COLORS, color, effects_plot,
-                   figure, lr_curves)
+from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, OUTCOME_COLORS, color, effects_figure,
+                   effects_plot, figure, lr_curves)
+from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
 
 
 def fmt(values, spec: str = "{:.2f}") -> str:
@@ -37,57 +36,16 @@ def median(values) -> float:
     return float(np.median(list(values)))
 
 
-# ------------------------------------------------------------------------ shared tables
-
-
-def evidence_table(pairs) -> str:
-    """A Markdown table of a claim's paired comparisons ``[(Comparison, Effect), …]``: what
-    each compares, the mean difference with its 95 % interval, the seeds, and the verdict
-    (glue it as :func:`md`: ``{glue:md}`` pastes a real table)."""
-    rows = []
-    for c, e in pairs:
-        ci = (f"{e.low:+.2f} to {e.high:+.2f}" if math.isfinite(e.low) else "no interval")
-        few = " (fewer than 5)" if not e.enough_seeds else ""
-        rows.append([c.says, f"{e.mean:+.2f} {e.unit} ({ci})", f"{e.n}{few}", e.verdict])
-    return md_table(["comparison", "difference (95 % interval)", "seeds", "verdict"], rows)
-
-
-def seed_table(rows: dict, first: str = "", spec: str = "{:.2f}") -> str:
-    """A Markdown table with one row per entry of ``rows`` (``{label: {seed: value}}`` or
-    ``{label: [values in seed order]}``) and one column per seed."""
-    rows = {k: (v if isinstance(v, dict) else dict(enumerate(v))) for k, v in rows.items()}
-    seeds = sorted({s for v in rows.values() for s in v})
-    return md_table([first, *(f"seed {s}" for s in seeds)],
-                    [[label, *(spec.format(per_seed[s]) if s in per_seed else "–" for s in seeds)]
-                     for label, per_seed in rows.items()])
-
-
-def outcome_counts(recs) -> str:
-    """'learned 15, still learning 16, did not learn 17 of 48 runs' (:mod:`tfx.runs.outcome`)."""
-    s = outcome.summarize(recs)
-    return ", ".join(f"{k} {n}" for k, n in s["counts"].items() if n) + f" of {s['n']} runs"
-
-
-
-
 def gpu_section(rs, rows: str, cols: str, key: str):
     """A chapter's GPU half from its ``full``-profile records ``rs``: glue ``key`` (one
-    sentence: in, or not yet in) and return the Markdown of the records (provenance and a
-    table per variant of the first axis that is neither ``rows`` nor ``cols``), or None
-    while there are none."""
+    sentence: in, or not yet in) and return the Markdown of the records
+    (:func:`tfx.book.tables.gpu_records`), or None while there are none."""
     if not rs:
         glue(key, "The GPU runs of this sweep are not in yet; the box at the end of the page "
                   "says how to run them.")
         return None
     glue(key, "The same sweep at the GPU's size (the full profile):")
-    other = [a for a in rs[0].point if a not in (rows, cols)]
-    parts = [results.provenance(rs)]
-    groups = sorted({r.point[other[0]] for r in rs}) if other else [None]
-    for g in groups:
-        sel = results.select(rs, **{other[0]: g}) if g is not None else rs
-        head = f"{other[0]} **{g}**\n\n" if g is not None else ""
-        parts.append(head + results.table(sel, rows=rows, cols=cols))
-    return md("\n\n".join(parts))
+    return md(gpu_records({rs[0].experiment: rs}, {rs[0].experiment: (rows, cols)}))
 
 
 # ------------------------------------------------------------ chapter 14: a decoder-only LM
@@ -217,11 +175,9 @@ def lm_sweep_figure(P, lrecs, placements, warmups):
 
 
 def lm_effects_figure(P, lm1, task: str):
-    fig, ax = figure(P, width=9.4, height=2.8, task=task)
-    effects_plot(ax, [(f"{e.a} − {e.b}", e) for _, e in lm1],
-                 title="LM-1: held-out loss, paired by seed (dots), mean and 95 % interval",
-                 xlabel="difference in held-out loss at the end (nats)")
-    return fig
+    return effects_figure(P, [(f"{e.a} − {e.b}", e) for _, e in lm1], task=task,
+                          title="LM-1: held-out loss, paired by seed (dots), mean and 95 % interval",
+                          xlabel="difference in held-out loss at the end (nats)")
 
 
 def warmup_summary(lm1, layers: int) -> str:
@@ -243,7 +199,7 @@ def warmup_summary(lm1, layers: int) -> str:
 def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str) -> str:
     """Glue LM-1's evidence table, status (both halves), claims-page line and the one-line
     warmup summary ``warmup-summary-14``; returns the status."""
-    glue("lm1-evidence", md(evidence_table(lm1)))
+    glue("lm1-evidence", md(effects_table(lm1)))
     init_verdict = "reproduces" if same else "not resolved at this scale"
     lm1_status = status_of([init_verdict] + [e.verdict for _, e in lm1])
     glue("lm1-status", lm1_status)
@@ -332,33 +288,6 @@ def logits_lr_figure(P, lrecs, fixes):
     return fig
 
 
-def sensitivity_summary(recs) -> str:
-    """'0.25 (0.25–0.28)': the LR sensitivity's median over seeds (range)."""
-    return median_range(sensitivity.summarize(recs))
-
-
-def median_range(s: dict) -> str:
-    """'0.25 (0.25–0.28)': the median (range) of a :func:`tfx.runs.sensitivity.summarize`."""
-    return f"{s['median']:.2f} ({s['low']:.2f}–{s['high']:.2f})"
-
-
-def sensitivity_table(lrecs, axis: str, variants) -> str:
-    """One row per variant: LR sensitivity, median (range), and the learning rates at which
-    each seed learned (:func:`tfx.runs.sensitivity.windows`)."""
-    rows = []
-    for v in variants:
-        recs = results.select(lrecs, **{axis: v})
-        rows.append([v, sensitivity_summary(recs), learned_at(recs)])
-    return md_table([axis, "LR sensitivity (nats), median (range)",
-                     "learning rates learned at, per seed"], rows)
-
-
-def learned_at(recs) -> str:
-    """'3, 4, 4': at how many learning rates each seed learned (its window,
-    :func:`tfx.runs.sensitivity.windows`)."""
-    return ", ".join(map(str, sensitivity.windows(recs).values()))
-
-
 def judge(claim: str, lrecs, profile: str) -> list:
     """A claim's registered comparisons (:mod:`tfx.book.evidence`) with their effects;
     glues ``claim-<ID>``, ``status-<ID>``, ``<id>-status`` and ``<id>-evidence`` (a table).
@@ -386,7 +315,7 @@ def judge(claim: str, lrecs, profile: str) -> list:
                 [(c, e, e.verdict) for c, e in pairs])) if pairs else "no registered rate recorded")
         glue_status(claim, status)
         glue(f"{key}-status", status)
-    glue(f"{key}-evidence", md(evidence_table(pairs)))
+    glue(f"{key}-evidence", md(effects_table(pairs)))
     return pairs
 
 
@@ -820,12 +749,10 @@ def placements_trained_figure(P, precs, names, lrs, lr: str):
 def pl1_effects_figure(P, pl1, task: str):
     """PL-1's comparisons, one row each: a scheme minus Pre-LN in the stream's growth, read
     from the bottom sub-layer (``c.part`` 'bottom to top') and from the second layer on."""
-    fig, ax = figure(P, width=9.4, height=0.45 * len(pl1) + 1.0, task=task)
-    effects_plot(ax, [(f"{c.a} − Pre-LN, {c.part}", e) for c, e in pl1],
-                 title=f"PL-1 at lr {pl1[0][0].point['lr']}: the stream's growth, "
-                       "paired by seed, 95 % interval",
-                 xlabel="difference in log10(top stream / lower stream) (decades)")
-    return fig
+    return effects_figure(P, [(f"{c.a} − Pre-LN, {c.part}", e) for c, e in pl1], task=task,
+                          title=f"PL-1 at lr {pl1[0][0].point['lr']}: the stream's growth, "
+                                "paired by seed, 95 % interval",
+                          xlabel="difference in log10(top stream / lower stream) (decades)")
 
 
 # ---------------------------------------------------- chapter 17: RMSNorm and Dynamic Tanh
@@ -972,12 +899,12 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
         "norm", v, "LayerNorm", "equal", own_rate=True, margin=0.05)
         for v in ("DyT, no √d embedding scale", "no norm") if v in names]
     ctrl = [(c, c.effect(nrecs)) for c in controls]
-    glue("dy1-controls", md(evidence_table(ctrl)) if ctrl else md(
+    glue("dy1-controls", md(effects_table(ctrl)) if ctrl else md(
         "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d embedding "
         "scale* and *no norm*, queued for a later session."))
     glue("dy1-controls-note", dyt_controls_note(nrecs) if len(ctrl) == 2 else "")
-    glue("rn1-evidence", md(evidence_table(rn1)))
-    glue("dy1-evidence", md(evidence_table(dy1)))
+    glue("rn1-evidence", md(effects_table(rn1)))
+    glue("dy1-evidence", md(effects_table(dy1)))
     glue("rn1-train", evidence.describe("RN-1", profile, load=load))
     glue("claim-RN-1", evidence.describe("RN-1", profile, load=load))
     glue("claim-DY-1", evidence.describe("DY-1", profile, load=load))

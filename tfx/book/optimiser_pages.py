@@ -226,7 +226,7 @@ def transfer_figure(P, records, widths, pars=("standard", "μP")):
     return fig
 
 
-def best_rate_table(records, widths, pars=("standard", "μP")) -> str:
+def transfer_rate_table(records, widths, pars=("standard", "μP")) -> str:
     """Markdown: each width's best rate under each parameterisation, with its 95 % interval."""
     from ..runs.results import select
     rows = []
@@ -237,19 +237,6 @@ def best_rate_table(records, widths, pars=("standard", "μP")) -> str:
             cells.append(f"{m:.1e} ({lo:.1e} to {hi:.1e})" if math.isfinite(lo) else f"{m:.1e} (one seed)")
         rows.append([w, *cells])
     return md_table(["width", *(f"best rate, {p} (95 % CI)" for p in pars)], rows)
-
-
-def sensitivity_table(records, axis: str, variants, **point) -> str:
-    """Markdown: per variant of ``axis``, the median LR sensitivity over seeds with its range,
-    the median best loss and the rates at which it learned in every seed."""
-    from ..runs import sensitivity
-    from ..runs.results import select
-    rows = []
-    for v in variants:
-        s = sensitivity.summarize(select(records, **point, **{axis: v}))
-        best = np.median([x["best"] for x in s["per_seed"].values()])
-        rows.append([v, f"{s['median']:.2f} ({s['low']:.2f} to {s['high']:.2f})", f"{best:.2f}"])
-    return md_table([axis, "LR sensitivity, median (range) (nats)", "best held-out loss (nats)"], rows)
 
 
 # ---------------------------------------------------------------- chapter 20: warmup and decay

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 
 import matplotlib
 
@@ -307,3 +308,43 @@ def effects_plot(ax, items, title: str = "", xlabel: str = "paired difference (n
     if title:
         ax.set_title(title, fontsize=10)
     return ax
+
+
+SPLIT_FACTOR = 5.0  # a forest row this many times wider than the median row gets its own panel
+
+
+def _reach(e) -> float:
+    vals = [abs(x) for x in (*e.diffs.values(), e.low, e.high, e.mean) if math.isfinite(x)]
+    return max(vals) if vals else 0.0
+
+
+def split_rows(items, factor: float = SPLIT_FACTOR):
+    """(wide, narrow): the forest rows whose reach (largest |value| of a seed, the mean or the
+    interval) exceeds ``factor`` times the median reach, and the others, in their order."""
+    items = list(items)
+    reach = [_reach(e) for _, e in items]
+    med = float(np.median(reach)) if reach else 0.0
+    wide = [it for it, r in zip(items, reach) if med > 0 and r > factor * med]
+    return wide, [it for it in items if it not in wide]
+
+
+def effects_figure(profile, items, title: str = "", xlabel: str = "paired difference (nats)",
+                   wrap: int = 48, task: str | None = None):
+    """The book's forest plot of paired effects (:func:`effects_plot`), one row per
+    ``(label, Effect)``, labels wrapped at ``wrap`` characters. Rows far wider than the others
+    (:func:`split_rows`) get a panel of their own above, on their own scale, so that one
+    extreme row does not squash the rest. Returns the figure."""
+    items = [(textwrap.fill(label, wrap), e) for label, e in items]
+    wide, narrow = split_rows(items)
+    if not wide:
+        fig, ax = figure(profile, width=8.0, height=0.55 * len(items) + 1.4, task=task)
+        panels = [(ax, narrow, title, xlabel)]
+    else:
+        fig, (top, bottom) = figure(profile, nrows=2, width=8.0, height=0.55 * len(items) + 2.8, task=task,
+                                    gridspec_kw={"height_ratios": [len(wide) + 0.6, len(narrow) + 0.6]})
+        panels = [(top, wide, (title + "\n" if title else "") + "rows on a wider scale (their own panel)", ""),
+                  (bottom, narrow, "the other rows, on a scale that shows them", xlabel)]
+    for ax, rows, head, label in panels:
+        effects_plot(ax, rows, title=head, xlabel=label)
+        ax.tick_params(axis="y", labelsize=9)  # readable where the page shrinks the figure
+    return fig

@@ -4,26 +4,21 @@ A chapter keeps the code a reader learns from (a sweep loaded, an effect compute
 called); the tables, the verdict lines and the drawing of its figures live here, so that the
 page reads as prose with captioned figures (``tfx/book/page.py``).
 
-    effects_table       paired effects (tfx.runs.effects) as a Markdown table, one row each
-    effects_figure      the same effects as a forest plot
     effects_sentence    a plain sentence from effects: what was compared, by how much, verdict
-    outcome_counts      'learned 4, still learning 1 of 5' (tfx.runs.outcome)
-    outcome_table       those counts for every cell of a sweep's two axes
-    gpu_markdown        a chapter's "At GPU scale" section: GPU records, or one sentence
     …_figure            each chapter's figures, drawn from recorded sweeps
 """
 from __future__ import annotations
 
 import math
-import textwrap
 
 import numpy as np
 
 from ..runs import outcome, results, sensitivity
 from ..runs.sweep import first_step_below
-from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, effects_plot, warmup_colors,
+from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, effects_figure, warmup_colors,
                    figure, lr_curves)
 from .notebook import glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
+from .tables import Signed, cell, interval_text, outcome_counts
 
 # The architectures of the depth, warmup and translation sweeps, by label, in plot.COLORS'.
 PALETTE = {label: color(scheme) for label, scheme in (
@@ -33,48 +28,8 @@ PALETTE = {label: color(scheme) for label, scheme in (
     ("T-Fixup (no LN)", "t-fixup"), ("Lipschitz init (Post-LN)", "lipschitz"))}
 
 
-def cell(text) -> str:
-    """Text made safe for a cell of a GFM table: a ``|`` (as in |g|) would end the cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 # --------------------------------------------------------------------------- effects
-def _interval(e, fmt: str, none: str = "none (one seed)") -> str:
-    if not (math.isfinite(e.low) and math.isfinite(e.high)):
-        return none
-    return f"{fmt.format(e.low)} to {fmt.format(e.high)}"
-
-
-def effects_table(items, fmt: str = "{:+.2f}", head: str = "comparison",
-                  no_interval: str = "none (one seed)") -> str:
-    """A Markdown table of paired effects: one row per ``(label, Effect)`` with the mean
-    difference (with its unit), the 95 % interval (``no_interval`` where one seed gives none),
-    how many seeds fall on the side the claim predicts, and the verdict
-    (:data:`tfx.runs.effects.VERDICTS`). ``fmt``: anything with a ``format`` method."""
-    items = list(items)
-    if not items:
-        raise ValueError("items must hold at least one (label, Effect) pair")
-    rows = []
-    for label, e in items:
-        unit = f" {e.unit}" if e.unit else ""
-        side = f"within ±{e.margin:g}" if e.expect == "equal" else e.expect
-        rows.append([cell(label), f"{fmt.format(e.mean)}{unit}", _interval(e, fmt, no_interval),
-                     f"{e.agreeing} of {e.n} ({side})", e.verdict])
-    return md_table([head, "mean difference", "95 % interval", "seeds on the predicted side",
-                     "verdict"], rows)
-
-
-def effects_figure(P, items, title: str, wrap: int = 48, xlabel="paired difference (nats)"):
-    """A forest plot (:func:`tfx.book.plot.effects_plot`) of ``(label, Effect)`` items, one
-    row each, labels wrapped at ``wrap`` characters; returns the figure."""
-    items = [(textwrap.fill(label, wrap), e) for label, e in items]
-    fig, ax = figure(P, width=8.0, height=0.6 * len(items) + 1.2)
-    effects_plot(ax, items, title=title, xlabel=xlabel)
-    ax.tick_params(axis="y", labelsize=9)  # readable where the page shrinks the figure
-    return fig
-
-
-def effects_sentence(opening: str, items, fmt: str = "{:+.2f}", interval: bool = True) -> str:
+def effects_sentence(opening: str, items, fmt=Signed, interval: bool = True) -> str:
     """One plain sentence from ``(phrase, Effect)`` items: '<opening> <phrase> by +0.23 nats
     (95 % CI +0.14 to +0.31; as the paper predicts); …' (without the interval if
     ``interval`` is false). Built from the effects, so it changes when the records do (the
@@ -84,7 +39,7 @@ def effects_sentence(opening: str, items, fmt: str = "{:+.2f}", interval: bool =
     parts = []
     for phrase, e in items:
         unit = f" {e.unit}" if e.unit else ""
-        ci = f"95 % CI {_interval(e, fmt)}; " if interval else ""
+        ci = f"95 % CI {interval_text(e, fmt)}; " if interval else ""
         parts.append(f"{phrase} by {fmt.format(e.mean)}{unit} ({ci}{say[e.verdict]})")
     if not parts:
         raise ValueError("items must hold at least one (phrase, Effect) pair")
@@ -115,22 +70,6 @@ def verdict_tally(effects_) -> str:
 
 
 # --------------------------------------------------------------------------- outcomes
-def outcome_counts(rs) -> str:
-    """'still learning 2, did not learn 3 of 5': the outcome counts of runs ``rs``."""
-    s = outcome.summarize(rs)
-    return ", ".join(f"{k} {v}" for k, v in s["counts"].items() if v) + f" of {s['n']}"
-
-
-def outcome_table(records, rows: str, cols: str, col_names=None) -> str:
-    """A Markdown table of :func:`outcome_counts` for every variant of ``rows`` × ``cols``."""
-    order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
-    row_names, cols_ = order(rows), order(cols)
-    heads = [cell((col_names or {}).get(c, c)) for c in cols_]
-    return md_table([rows, *heads], [
-        [cell(rn), *(outcome_counts(results.select(records, **{rows: rn, cols: cn})) or "—"
-                     for cn in cols_)] for rn in row_names])
-
-
 def median_first_last(rs):
     """Median validation loss at the first and the last evaluation of runs ``rs``, and in
     how many of them the last is the lower."""
@@ -141,30 +80,6 @@ def median_first_last(rs):
 
 
 # --------------------------------------------------------------------------- GPU section
-def gpu_markdown(gpu: dict, axes: dict) -> str:
-    """The "At GPU scale" section's body. ``gpu``: ``{experiment: full-profile records}``;
-    ``axes``: ``{experiment: (rows, cols)}`` of its table. Where records exist: their
-    provenance (device, code version, date; fixtures say so) and their tables, one per warmup
-    where the sweep has a warmup axis that is not the columns; where none do, one sentence."""
-    out, missing = [], []
-    for name, recs in gpu.items():
-        if not recs:
-            missing.append(name)
-            continue
-        rows, cols = axes[name]
-        out.append(f"**{name}**: {len(recs)} runs · {results.provenance(recs)}")
-        by_warmup = cols != "warmup" and "warmup" in recs[0].point
-        arms = sorted({r.point["warmup"] for r in recs}) if by_warmup else [None]
-        for w in arms:
-            part = results.select(recs, warmup=w) if w else recs
-            out.append((f"warmup **{w}**\n\n" if w else "")
-                       + results.table(part, rows=rows, cols=cols))
-    if missing:
-        out.append(f"GPU results for {', '.join(missing)} are not in yet; the box at the "
-                   "end of the page says how to run them.")
-    return "\n\n".join(out)
-
-
 def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
     """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers for
     ``claims`` that the GPU (``full``-profile) records ``gpu`` (``{experiment: records}``) can
