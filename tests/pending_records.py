@@ -12,5 +12,7 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
+    "ad3-deep": "75 runs (4.2 CPU-hours), recorded in results/in-progress/ after the schedules sweep; AD-3's "
+                "comparisons on it wait in tfx.book.evidence.AWAITING",
     "schedules": "250 runs (3.9 CPU-hours), being recorded in results/in-progress/; SC-1's comparisons were registered first",
 }

@@ -855,6 +855,18 @@ def test_registered_claim_status(claim):
     check_claim(claim)
 
 
+def test_a_comparison_waits_only_while_its_sweep_has_no_records():
+    """evidence.AWAITING holds comparisons registered before their sweep's first record: each
+    reads a sweep listed as unrecorded, and none may wait once its records have landed (move it
+    into COMPARISONS and declare its verdict)."""
+    for c in evidence.AWAITING:
+        assert c.experiment in pending_records.UNRECORDED, (
+            f"{c.says!r} waits for experiments/{c.experiment}.toml, which is not listed as unrecorded")
+        assert not results.load(c.experiment, "book", ROOT / "results"), (
+            f"results/ holds {c.experiment}'s book records: move {c.says!r} into COMPARISONS")
+        assert c not in evidence.COMPARISONS
+
+
 def test_every_registered_comparison_and_claim_declares_what_the_records_give():
     """Every comparison declares its verdict, every claim the registry judges its status, and
     every claim with halves each half's; nothing is declared for a claim the registry lacks."""

@@ -640,6 +640,23 @@ BY_CLAIM: dict = {}
 for _c in COMPARISONS:
     BY_CLAIM.setdefault(_c.claim, []).append(_c)
 
+# Comparisons registered, with their directions, before their sweep has a record: the criteria are
+# fixed before the data (book/method.md). They join COMPARISONS, and their claims' verdicts, in the
+# change that lands the sealed records; until then no chapter reads them (tests/test_claims.py
+# fails once their sweep is recorded and they still wait here).
+AWAITING = [
+    # AD-3's failure half at the paper's failing depth (Liu et al. 2020, Table 2: Post-LN trains at
+    # 6L-6L and fails at 18L-18L with warmup); experiments/ad3-deep.toml, 1,500 steps, each
+    # architecture at its own best rate of a grid that brackets the 6+6 optima
+    *(Comparison("AD-3", f"failure: at 18+18 layers with warmup, Post-LN at its best rate ends higher than {ref} "
+                         f"at its own", "ad3-deep", "architecture", "Post-LN", ref, "higher", own_rate=True,
+                 part="failure") for ref in ("Pre-LN", "Admin")),
+    *(Comparison("AD-3", f"failure: at 18+18 layers with warmup, Post-LN at its best rate takes more steps to the "
+                         f"learned line than {ref} at its own", "ad3-deep", "architecture", "Post-LN", ref,
+                 "higher", measure="steps to the learned line", own_rate=True, part="failure")
+      for ref in ("Pre-LN", "Admin")),
+]
+
 # Claims the book's scale cannot test, with why (shown on the claims page beside the measurement).
 NOT_TESTABLE: dict = {
     "ZL-1": "with tied embeddings and no output bias, log Z starts near ln V, and the z-loss "
