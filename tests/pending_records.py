@@ -14,5 +14,4 @@ BRACKET = {
 UNRECORDED = {
     "ad3-deep": "75 runs (4.2 CPU-hours), recorded in results/in-progress/ after the schedules sweep; AD-3's "
                 "comparisons on it wait in tfx.book.evidence.AWAITING",
-    "schedules": "250 runs (3.9 CPU-hours), being recorded in results/in-progress/; SC-1's comparisons were registered first",
 }

@@ -333,8 +333,7 @@ CLAIMS = [
           "Each schedule at its own best rate, at two run lengths: WSD with a (1 − √) cooldown ends within "
           "0.05 nats of cosine; its (1 − √) cooldown ends lower than a linear one; linear decay to zero ends "
           "lower than cosine to 10 %, by more in the longer run.",
-          # measured in chapter 21 once the schedules sweep's records land
-          ),
+          ("21-when-a-run-breaks", "{claim-SC-1}")),
     Claim("SC-2", "kalra2024warmup", "§1, §4",
           "Warmup's benefit is that the network tolerates a larger target learning rate.",
           "The best final loss with warmup is reached at a higher rate than without; at the rate that is "
