@@ -423,7 +423,7 @@ def schedules_figure(P, records, lengths=None, axis: str = "schedule", length_ax
 
     lengths = list(lengths or dict.fromkeys(r.point[length_axis] for r in records))
     names = [n for n in SCHEDULE_NAMES if any(r.point.get(axis) == n for r in records)]
-    fig, axes = figure(P, ncols=len(lengths), width=4.2 * len(lengths) + 2.4,
+    fig, axes = figure(P, ncols=len(lengths), width=min(9.4, 3.5 * len(lengths) + 2.4),
                        task=records[0].task if records else None, squeeze=False)
     for ax, length in zip(axes[0], lengths):
         lr_curves(ax, select(records, **{length_axis: length}), names, title=length, axis=axis,
