@@ -283,3 +283,22 @@ def test_translations_quick_profile_keeps_two_rates_while_the_book_brackets_with
     assert [n for n, _ in exp.grid("quick")["lr"]] == ["1e-3", "4e-3"]
     assert [n for n, _ in exp.grid("book")["lr"]] == ["3e-4", "1e-3", "4e-3", "1e-2"]
     assert len(exp.runs("quick")) == 3 * 2 * 2 and len(exp.runs("book")) == 3 * 2 * 4 * 5
+
+
+def test_skip_leaves_out_the_points_it_names_and_rejects_names_the_grid_lacks():
+    raw = {"seeds": 2, "grid": {"arch": {"post": {"model": {"placement": "post"}},
+                                         "pre": {"model": {"placement": "pre"}}},
+                                "lr": {"1e-4": {"train": {"lr": 1e-4}}, "1e-3": {"train": {"lr": 1e-3}}}}}
+    whole = Experiment.from_dict(raw, name="x").runs("quick")
+    assert len(whole) == 2 * 2 * 2
+    kept = Experiment.from_dict(raw | {"skip": [{"arch": "pre", "lr": "1e-4"}]}, name="x").runs("quick")
+    assert [r.label for r in kept][::2] == ["post · 1e-4", "post · 1e-3", "pre · 1e-3"]
+    assert {r.label for r in whole} - {r.label for r in kept} == {"pre · 1e-4"}
+    # the runs kept are the same runs (same configs) as in the whole grid
+    same = {(r.label, r.seed): r.train for r in whole}
+    assert all(same[(r.label, r.seed)] == r.train for r in kept)
+    for bad, says in (([{"depth": "6"}], "axis 'depth' is not in the grid"),
+                      ([{"arch": "admin"}], "arch = 'admin' is not a variant"),
+                      ([{}], "non-empty table"), ({"arch": "pre"}, "must be a list")):
+        with pytest.raises(ValueError, match=says):
+            Experiment.from_dict(raw | {"skip": bad}, name="x")

@@ -26,7 +26,10 @@
 
 Each run's settings are layered: the profile's sizes (``tfx.runs.profiles``: width, heads,
 steps, lr, batch) < ``[model]``/``[train]`` < ``[profiles.NAME]`` < the grid variant.
-A run's label joins its variants' names ("warmup=400 · Adam"); ``point`` keeps them
+``skip = [{ architecture = "Pre-LN", lr = "3e-5" }]`` (top level or per profile) leaves out the
+grid points that match every axis of one of its entries (axis name → variant name): a rate that only one architecture's bracket needs, say, is not run for the
+others. An entry naming an axis or variant the grid lacks is an error, so a skip cannot
+silently do nothing. A run's label joins its variants' names ("warmup=400 · Adam"); ``point`` keeps them
 per axis so a chapter can select runs without parsing labels. Every field is checked
 when the file is read, for every profile, and an error names the file and the field.
 
@@ -53,11 +56,11 @@ from ..nn.config import ModelConfig, TrainConfig
 from . import shipped
 from .profiles import PROFILE_NAMES, get_profile
 
-_TOP = ("name", "description", "claims", "seeds", "task", "checkpoint_every", "budget_cpu_hours", "pending", "model",
-        "train", "grid", "profiles")
+_TOP = ("name", "description", "claims", "seeds", "task", "checkpoint_every", "budget_cpu_hours", "pending", "skip",
+        "model", "train", "grid", "profiles")
 # A few days of background sweeps on one CPU thread: a design dearer than this is listed as pending.
 FEW_DAYS_CPU_HOURS = 72.0
-_PROFILE_KEYS = ("seeds", "task", "checkpoint_every", "model", "train", "grid")
+_PROFILE_KEYS = ("seeds", "task", "checkpoint_every", "skip", "model", "train", "grid")
 _SECTIONS = {"model": ModelConfig, "train": TrainConfig}
 # Set by the sweep runner, not by an experiment.
 _RUNNER_FIELDS = {"train": ("seed", "checkpoint_path", "checkpoint_every", "progress"), "model": ()}
@@ -166,6 +169,25 @@ class Experiment:
         axes.update(_parse_grid(self.path, f"profiles.{profile}.grid", prof.get("grid", {})))
         return axes
 
+    def skip(self, profile: str) -> list[dict]:
+        """The grid points ``profile`` leaves out: ``[{axis: variant name}, …]``, checked against
+        its grid (an unknown axis or variant is an error naming both)."""
+        entries = self._layer(profile, "skip", [])
+        where = f"{self.path}: skip (profile {profile})"
+        if not isinstance(entries, list):
+            raise ValueError(f"{where} = {entries!r} must be a list of tables {{axis = variant}}")
+        axes = self.grid(profile)
+        for entry in entries:
+            if not isinstance(entry, dict) or not entry:
+                raise ValueError(f"{where}: {entry!r} must be a non-empty table {{axis = variant}}")
+            for axis, name in entry.items():
+                if axis not in axes:
+                    raise ValueError(f"{where}: axis {axis!r} is not in the grid; choose one of: {', '.join(axes)}")
+                names = [n for n, _ in axes[axis]]
+                if name not in names:
+                    raise ValueError(f"{where}: {axis} = {name!r} is not a variant; choose one of: {', '.join(names)}")
+        return [dict(e) for e in entries]
+
     def runs(self, profile: str) -> list[Run]:
         """Every run for ``profile``: the grid's points in order (first axis outermost), seeds innermost."""
         if profile not in PROFILE_NAMES:
@@ -180,8 +202,11 @@ class Experiment:
         seeds = self.seeds(profile)
         self.task(profile)
         self.checkpoint_every(profile, 1)
+        skip = self.skip(profile)
         runs = []
         for combo in itertools.product(*[[(axis, name, ov) for name, ov in vs] for axis, vs in axes.items()]):
+            if any(all(dict((a, n) for a, n, _ in combo)[a] == n for a, n in entry.items()) for entry in skip):
+                continue
             model, train = dict(base["model"]), dict(base["train"])
             for _, _, ov in combo:
                 model.update(ov.get("model", {}))
