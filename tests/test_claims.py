@@ -1051,3 +1051,21 @@ def test_every_glued_claim_line_and_status_recomputes_from_the_records():
         elif saved_parts in (None, parts) and judged[claim][1] != evidence.status(claim, "book", _load):
             stale.append(f"{claim} ({stem}): status {judged[claim][1]!r} differs from the records")
     assert not stale, "chapters to re-execute (make notebooks NB=…):\n  " + "\n  ".join(stale)
+
+
+def test_log_z_drift_is_signed_from_the_start_where_abs_log_z_reads_a_fall_as_held():
+    """ZL-1 and OP-6 read log Z's drift from where it started, signed (evidence 'log Z drift'):
+    with tied embeddings log Z starts near ln V, so a run whose log Z falls from 7.6 to 2 (the
+    direction Wortsman et al. report) has a *smaller* |log Z| at the end than one that stays
+    put; the drift reads it as the fall it is."""
+    from types import SimpleNamespace as NS
+
+    run = lambda zs: NS(history=NS(step=list(range(1, len(zs) + 1)), log_z=zs))  # noqa: E731
+    falls, stays = run([7.6, 5.0, 2.0]), run([7.6, 7.7, 7.6])
+    assert evidence._abs_log_z(falls) < evidence._abs_log_z(stays)
+    assert evidence._log_z_drift(falls) == pytest.approx(-5.6)
+    assert evidence._log_z_drift(falls) < evidence._log_z_drift(stays)
+    recs = _book("logits")[:6]
+    for r in recs:
+        _, z = traces.trace(r.history, "log_z")
+        assert evidence._log_z_drift(r) == pytest.approx(z[-1] - z[0])

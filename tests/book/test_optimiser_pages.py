@@ -123,3 +123,16 @@ def test_the_grid_and_slope_tables_render_exactly():
     steep = check([[1.0, 0.6], [1.1, 0.5], [0.9, 0.55]])
     assert pages.slope_table({"standard": steep}) == (
         "| quantity | standard |\n|---|---|\n| a | +1.00 [+0.75, +1.25] |\n| logits | +0.55 [+0.43, +0.67] |")
+
+
+def test_centred_window_words_say_the_window_each_sweep_allows():
+    """The centred LR sensitivity's window in words: one grid step of half a decade either side
+    in the transfer and depth sweeps (an optimum one step from an edge), two in the warmup and
+    decay sweep (every optimum in the middle); sweeps that agree are said once."""
+    from tfx.book import evidence
+
+    transfer, depth = evidence.records("op-transfer"), evidence.records("op-depth")
+    one = "1 grid step (0.5 decades) either side of each optimum"
+    assert pages.centred_window_words(transfer, depth) == one
+    both = pages.centred_window_words(transfer, evidence.records("op-warmup-decay"))
+    assert both == one + "; 2 grid steps (1.0 decades) either side of each optimum"

@@ -314,3 +314,28 @@ def test_the_first_steps_effective_depth_and_windows_tables_render_exactly():
     recs = _gpu_grid({"A": 1e-3, "B": 1e-2}, {"A": 2.0, "B": 1.0}, seeds=2)
     assert pages.windows_table(recs, rows="arch", cols="depth") == (
         "| arch | 6 |\n|---|---|\n| A | 3, 3 (LRS 0.67; 0.67–0.67) |\n| B | 3, 3 (LRS 1.00; 1.00–1.00) |")
+
+
+def test_deep_figure_draws_every_architecture_at_every_rate_and_at_its_best_rate():
+    """Chapter 12's figure at the paper's failing depth, from the recorded quick sweep: left, a
+    median curve per architecture over the grid's rates; right, every seed's held-out curve at
+    that architecture's own best rate, labelled with the rate."""
+    import matplotlib.pyplot as plt
+
+    from tfx.book import evidence
+    from tfx.runs import effects, outcome
+
+    recs = evidence.records("ad3-deep", "quick")
+    archs = ["Post-LN", "Pre-LN", "Admin"]
+    h = recs[0].history
+    fig = pages.deep_figure(get_profile("quick", check_task=False), recs, archs,
+                            outcome.learned_level(h.chance_loss, h.floor_loss))
+    left, right = fig.axes
+    rates = {r.point["lr"] for r in recs}
+    named = {ln.get_label(): ln for ln in left.get_lines() if not ln.get_label().startswith("_")}
+    assert all(len(named[a].get_xdata()) == len(rates) for a in archs)
+    labels = [ln.get_label() for ln in right.get_lines() if not ln.get_label().startswith("_")]
+    for a in archs:
+        best = effects.best_rate(recs, architecture=a).variant
+        assert f"{a} (lr {best})" in labels
+    plt.close(fig)

@@ -93,3 +93,39 @@ def test_best_rates_gives_each_seed_its_own_best_rate(tmp_path):
     assert set(best) == {0}
     assert best[0] == pytest.approx(sensitivity.best_log10_lr(lrs, losses, sensitivity.start_loss(one[0])))
     assert math.log10(lrs[0]) <= best[0] <= math.log10(lrs[-1])
+
+
+def _curve(losses_by_seed, lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1), start=5.0):
+    """Records of one recipe: each seed's held-out losses over ``lrs`` (the fields curves() reads)."""
+    class R:
+        def __init__(self, seed, lr, v):
+            self.seed, self.v = seed, v
+            self.train_config = type("T", (), {"lr": lr})()
+            self.history = type("H", (), {"start_loss": start})()
+
+    return [R(s, lr, v) for s, vals in losses_by_seed.items() for lr, v in zip(lrs, vals)]
+
+
+def test_the_centred_sensitivity_reads_the_same_span_around_each_optimum():
+    """Two recipes with the same curve shape, one shifted a grid step to the right: over the
+    fixed grid their sensitivities differ (the shifted one loses a high rate and gains a low
+    one); centred on each optimum they are equal. The window is the recipe's, the same for
+    every seed, and a window off the grid is refused."""
+    value = lambda r: r.v  # noqa: E731
+    left = _curve({0: [2.0, 1.0, 2.0, 4.0, 5.0], 1: [2.2, 1.1, 2.1, 4.5, 5.0]})
+    right = _curve({0: [3.0, 2.0, 1.0, 2.0, 4.0], 1: [3.0, 2.2, 1.1, 2.1, 4.5]})
+    fixed = [sensitivity.lr_sensitivity(*sensitivity.curves(r, value)[0], start=5.0) for r in (left, right)]
+    assert fixed[0] != pytest.approx(fixed[1])
+    assert sensitivity.best_index(left, value) == ([1e-3, 3e-3, 1e-2, 3e-2, 1e-1], 1)
+    assert sensitivity.best_index(right, value)[1] == 2
+    assert sensitivity.widest_centred_steps([left, right], value) == 1
+    assert sensitivity.widest_centred_steps([right], value) == 2
+    a, b = (sensitivity.centred_sensitivity(r, 1, value) for r in (left, right))
+    assert a[0] == pytest.approx(b[0]) == pytest.approx((2 + 1 + 2) / 3 - 1)
+    assert a[1] == pytest.approx((2.2 + 1.1 + 2.1) / 3 - 1.1) == pytest.approx(b[1])
+    with pytest.raises(ValueError, match="fewer than 2 grid rate"):
+        sensitivity.centred_sensitivity(left, 2, value)
+    with pytest.raises(ValueError, match="steps="):
+        sensitivity.centred_sensitivity(left, 0, value)
+    edge = _curve({0: [1.0, 2.0, 3.0, 4.0, 5.0]})
+    assert sensitivity.widest_centred_steps([edge, right], value) == 0

@@ -305,8 +305,8 @@ CLAIMS = [
     Claim("OP-6", "wortsman2023proxies", "§3.2.2, §3.1.2",
           "Weight decay independent of the learning rate lowers the sensitivity to it; without weight "
           "decay the output logits drift.",
-          "LR sensitivity is lower with independent than with coupled decay; |log Z| ends larger without "
-          "weight decay.",
+          "LR sensitivity around the best rate is lower with independent than with coupled decay; log Z "
+          "ends further below where it started without weight decay.",
           ("20-warmup-decay", "{claim-OP-6}")),
     # the part "When a run breaks" (chapters 21–23)
     Claim("SZ-1", "olmo2025", "§3 (repeated n-grams)",

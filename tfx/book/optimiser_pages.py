@@ -471,6 +471,24 @@ def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2
                     title="Five schedules: the rate at each step, and the rate spent", P=P)
 
 
+def centred_window_words(*sweeps) -> str:
+    """The centred sensitivity's window in words (``evidence``'s 'centred LR sensitivity'): how
+    many grid steps either side of each optimum, and how many decades that is, for every sweep
+    given; sweeps that agree are said once."""
+    from ..runs import effects, results, sensitivity
+
+    said = []
+    for recs in sweeps:
+        lr = effects.lr_axis(recs)
+        k = sensitivity.widest_centred_steps([results.select(recs, **g) for g in effects.groups(recs, lr)])
+        lrs = sorted({r.train_config.lr for r in recs})
+        decades = k * math.log10(lrs[1] / lrs[0])
+        words = f"{k} grid step{'s' if k != 1 else ''} ({decades:.1f} decades) either side of each optimum"
+        if words not in said:
+            said.append(words)
+    return "; ".join(said)
+
+
 def log_z_ends(records, recipes, axis: str = "recipe") -> dict:
     """Per recipe, at its own best rate: the median over seeds of log Z at the first and the
     last logged step, and that rate's name."""

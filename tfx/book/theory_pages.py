@@ -239,7 +239,7 @@ def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
         rows.append((label, s["verdicts"][0], f"{s['losses'][0]:.3f}",
                      t1 if t1 is not None else "never"))
     glue("an-time", sum(s["wall_time"] for s in summ.values()))
-    post, pre, admin = (summ[keys[k]] for k in ("post", "pre", "admin"))
+    pre, admin = (summ[keys[k]] for k in ("pre", "admin"))
     glue("an-admin-vs-pre", "below" if admin["losses"][0] < pre["losses"][0] else "above")
     post_h = hs[keys["post"]]
     post_avg = np.convolve(post_h.loss, np.ones(5) / 5, mode="valid")  # as in the figure

@@ -471,27 +471,46 @@ def dip_and_jump(runs, warmup_steps):
     return dip, jump, [r.history.eval_loss[-1] for r in runs]
 
 
-def long_runs_figure(P, recs, archs, warms, learned_level, budget: int):
-    """Chapter 12, slow or failed: the held-out loss over training of each architecture at its
-    own best rate (:func:`tfx.runs.effects.runs_at_best_rate`), one panel per warmup, every
-    seed; the learned level dash-dotted, the floor dashed, and the step budget of the
-    learning-rate sweep (``budget``) dotted."""
+def best_rate_curves(ax, recs, archs, learned_level: float, **point) -> None:
+    """The held-out loss over training of each architecture of ``archs`` at its own best rate
+    (:func:`tfx.runs.effects.runs_at_best_rate`) at ``point``, every seed, on ``ax``; the
+    learned level dash-dotted and the floor dashed."""
     from ..runs import effects
 
-    h = recs[0].history
+    for a in archs:
+        best, runs = effects.runs_at_best_rate(recs, architecture=a, **point)
+        for r in runs:
+            ax.plot(r.history.eval_step, r.history.eval_loss, color=PALETTE.get(a, "k"), lw=1,
+                    alpha=0.8, label=f"{a} (lr {best.variant})" if r is runs[0] else None)
+    ax.axhline(learned_level, color="0.6", ls="-.", lw=1, label="learned at or below")
+    ax.axhline(recs[0].history.floor_loss, color="0.6", ls="--", lw=1, label="floor")
+    ax.set(xlabel="step")
+
+
+def long_runs_figure(P, recs, archs, warms, learned_level, budget: int):
+    """Chapter 12, slow or failed: the held-out loss over training of each architecture at its
+    own best rate, one panel per warmup, every seed (:func:`best_rate_curves`), and the step
+    budget of the learning-rate sweep (``budget``) dotted."""
     fig, axes = figure(P, ncols=len(warms), width=9.4, height=3.6, sharey=True, task=recs[0].task)
     for ax, w in zip(np.atleast_1d(axes), warms):
-        for a in archs:
-            best, runs = effects.runs_at_best_rate(recs, architecture=a, warmup=w)
-            for r in runs:
-                ax.plot(r.history.eval_step, r.history.eval_loss, color=PALETTE.get(a, "k"), lw=1,
-                        alpha=0.8, label=f"{a} (lr {best.variant})" if r is runs[0] else None)
-        ax.axhline(learned_level, color="0.6", ls="-.", lw=1, label="learned at or below")
-        ax.axhline(h.floor_loss, color="0.6", ls="--", lw=1, label="floor")
+        best_rate_curves(ax, recs, archs, learned_level, warmup=w)
         ax.axvline(budget, color="0.4", ls=":", lw=1, label=f"the sweep's {budget} steps")
-        ax.set(xlabel="step", title=w)
+        ax.set(title=w)
         ax.legend(fontsize=7)
     np.atleast_1d(axes)[0].set_ylabel("held-out loss (nats)")
+    return fig
+
+
+def deep_figure(P, recs, archs, learned_level: float):
+    """Chapter 12, at the paper's failing depth: left, the held-out loss at the end against the
+    learning rate (:func:`tfx.book.plot.lr_curves`); right, the held-out loss over training at
+    each architecture's own best rate (:func:`best_rate_curves`)."""
+    fig, (left, right) = figure(P, ncols=2, width=9.4, height=3.6, task=recs[0].task)
+    lr_curves(left, recs, archs, "end of training, every rate")
+    left.legend(fontsize=7)
+    best_rate_curves(right, recs, archs, learned_level)
+    right.set(ylabel="held-out loss (nats)", title="over training, at each one's best rate")
+    right.legend(fontsize=7)
     return fig
 
 

@@ -3,6 +3,7 @@
     curves(records)            # {seed: (lrs, held-out losses)} of one recipe, a curve per seed
     lr_sensitivity(lrs, losses, start)
     summarize(records)         # per seed: sensitivity, best lr, best loss; median and range
+    centred_sensitivity(records, steps)   # the same, over a window centred on the recipe's optimum
 
 Small models at high learning rates show the instabilities of large ones, so a recipe is
 read by its final loss against a log grid of learning rates η: a flat, low curve is a
@@ -116,6 +117,52 @@ def summarize(records, value=curve_loss) -> dict:
     return {"per_seed": per_seed, "median": statistics.median(sens) if sens else math.nan,
             "low": min(sens, default=math.nan), "high": max(sens, default=math.nan),
             "lrs": list(next(iter(grids), ()))}
+
+
+def best_index(records, value=curve_loss) -> tuple[list, int]:
+    """(the recipe's learning rates ascending, the index of its best one): the lowest median over
+    seeds of ``value`` capped at L₀, a diverged run counting as L₀ (as :func:`lr_sensitivity`)."""
+    seeds = curves(records, value)
+    if not seeds:
+        raise ValueError("records: no runs to read a best learning rate from")
+    lrs = next(iter(seeds.values()))[0]
+    starts = {s: statistics.median(start_loss(r) for r in records if r.seed == s) for s in seeds}
+    capped = [statistics.median(min(v[i], starts[s]) if math.isfinite(v[i]) else starts[s]
+                                for s, (_, v) in seeds.items()) for i in range(len(lrs))]
+    return lrs, min(range(len(lrs)), key=capped.__getitem__)
+
+
+def widest_centred_steps(recipes, value=curve_loss) -> int:
+    """The most grid steps k such that the window of k rates either side of every recipe's best
+    rate (:func:`best_index`) lies on its grid: the widest window :func:`centred_sensitivity` can
+    use for all of them alike. 0 when some recipe's best rate sits at its grid's edge."""
+    ks = []
+    for recs in recipes:
+        lrs, i = best_index(recs, value)
+        ks.append(min(i, len(lrs) - 1 - i))
+    if not ks:
+        raise ValueError("recipes: none given")
+    return min(ks)
+
+
+def centred_sensitivity(records, steps: int, value=curve_loss) -> dict:
+    """``{seed: LR sensitivity}`` of one recipe over the ``2·steps + 1`` rates of its grid centred
+    on its best rate (:func:`best_index`, the same window for every seed). Over a fixed grid the
+    sensitivity also measures where the optimum sits: the same curve shifted half a decade left
+    loses a rate on one side and gains one on the other. Centred on each recipe's optimum, two
+    recipes are compared over the same span of rates around their own best. A window that leaves
+    the grid is an error (extend the grid, or narrow the window: :func:`widest_centred_steps`)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps={steps!r} must be a whole number of grid steps ≥ 1")
+    lrs, i = best_index(records, value)
+    if i - steps < 0 or i + steps >= len(lrs):
+        raise ValueError(f"records: the best rate {lrs[i]:g} has fewer than {steps} grid rate(s) on one side "
+                         f"(grid {', '.join(f'{v:g}' for v in lrs)}): extend the grid or narrow the window")
+    out = {}
+    for seed, (_, vals) in curves(records, value).items():
+        start = statistics.median(start_loss(r) for r in records if r.seed == seed)
+        out[seed] = lr_sensitivity(lrs[i - steps:i + steps + 1], vals[i - steps:i + steps + 1], start)
+    return out
 
 
 def best_log10_lr(lrs, losses, start: float) -> float:
