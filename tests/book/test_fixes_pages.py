@@ -92,28 +92,6 @@ def test_deepnorm_table_shows_both_conventions_and_only_the_paper_keeps_the_bala
     assert enc["kappa_torchscale"] / enc["kappa_paper"] == pytest.approx(1.15 / 0.87, rel=1e-3)
 
 
-def _run(label, seed, end):
-    from types import SimpleNamespace
-
-    from tfx.runs.train import History
-
-    steps = list(range(1, 41))
-    loss = list(np.linspace(3.2, end, 40))
-    h = History(status="ok", steps_done=40, step=steps, loss=loss, eval_step=[20, 40],
-                eval_loss=[loss[19], end], chance_loss=3.2)
-    return SimpleNamespace(label=label, seed=seed, history=h)
-
-
-def test_label_effect_pairs_the_seeds_of_two_labels_and_names_a_missing_one():
-    recs = [_run("A", s, 0.5 + 0.01 * s) for s in range(5)] + [_run("B", s, 1.0) for s in range(5)]
-    e = fp.label_effect(recs, "A", "B", "lower")
-    assert e.n == 5 and e.mean == pytest.approx(-0.48) and e.verdict == "reproduces"
-    with pytest.raises(ValueError, match="label 'C'"):
-        fp.label_effect(recs, "A", "C", "lower")
-    table = fp.outcomes_by_label(recs).splitlines()
-    assert len(table) == 2 + 2 and table[2].startswith("| A | 0.50 / 0.51")
-
-
 def test_every_panel_of_the_diagnostics_figure_says_which_scheme_is_which():
     import tfx
     from tfx.theory import scaling

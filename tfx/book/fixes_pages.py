@@ -18,9 +18,8 @@ import math
 import numpy as np
 
 from ..runs import outcome, results, sensitivity
-from .evidence import seed_cells
 from .explorer import Explorer
-from .notebook import glue, glue_figure, md_table
+from .notebook import glue, md_table
 from .tables import Signed
 from .plot import BOUND_COLORS, GREYS, color, effects_plot, figure
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
@@ -523,20 +522,6 @@ def diagnostics_table(table: dict) -> str:
                      for s, d in table.items()])
 
 
-def label_effect(records, a: str, b: str, expect: str):
-    """The paired effect (:func:`tfx.runs.effects.paired`) on the held-out loss at the end of
-    the runs labelled ``a`` against those labelled ``b`` (records of ``sweep.run_grid``)."""
-    from ..runs import effects
-    from ..runs.sweep import by_label
-
-    groups = by_label(records)
-    for name in (a, b):
-        if name not in groups:
-            raise ValueError(f"label {name!r}: no such runs (labels: {', '.join(groups)})")
-    vals = {name: {r.seed: effects.end_loss(r) for r in groups[name]} for name in (a, b)}
-    return effects.paired(vals[a], vals[b], expect, a, b)
-
-
 def training_figure(P, records, schemes: dict, task_name: str, depth: int, lr: float, steps: int):
     """Chapter 10's training check: left, the training loss of seed 0 of each scheme
     (``{key: label}``; smoothed over 5 steps, chance dotted); right, every seed's held-out loss
@@ -559,15 +544,6 @@ def training_figure(P, records, schemes: dict, task_name: str, depth: int, lr: f
     b.set_title("every seed", fontsize=9)
     b.legend(fontsize=7)
     return fig
-
-
-def outcomes_by_label(records) -> str:
-    """A GFM table of ``sweep.run_grid`` records: per label, each seed's held-out loss at the end
-    and outcome (:mod:`tfx.runs.outcome`), and the counts."""
-    from ..runs.sweep import by_label
-
-    return md_table(["scheme", "held-out loss at the end, per seed (nats)", "outcomes"],
-                    [[label, *seed_cells(recs)] for label, recs in by_label(records).items()])
 
 
 def convention_effect(records, label: str, task, convention: str = "torchscale"):
