@@ -327,7 +327,6 @@ def glue_am2(N, sweeps: dict, seeds: dict, lr: float, depths) -> dict:
         glue(f"am_ratio_{kind}_first", float(sw["post"].mean(1)[0] / sw["pre"].mean(1)[0]))
     glue("am_depth_min", int(N[0]))
     glue("am_depth_max", int(N[-1]))
-    glue("am_lr", lr)
     glue("am_seeds_random", seeds["random"])
     glue("am_seeds_adam", seeds["adam"])
     glue("am_depths", ", ".join(str(int(n)) for n in depths))

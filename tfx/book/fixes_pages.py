@@ -226,12 +226,10 @@ def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
     schemes = [n for n, _ in exp.grid(profile)["scheme"]]
     r0 = recs[0]
     n_layers = r0.config.n_enc
-    glue("tf_runs", len(recs))
     glue("tf_seeds", len({r.seed for r in recs}))
     glue("tf_steps", r0.train_config.steps)
     glue("tf_deep", n_layers)
     glue("tf_width", r0.config.d_model)
-    glue("tf_chance", r0.history.chance_loss)
     glue("tf_warmup", results.select(recs, scheme="Post-LN, warmup")[0].train_config.warmup)
     factor = constants.tfixup_scale_factors(n_layers, 0)["encoder"]["weights"]
     glue("tf_factor", factor)
@@ -258,7 +256,6 @@ def glue_schemes_sweep(recs, schemes) -> dict:
     glue("sc_deep", r0.config.n_enc)
     glue("sc_width", r0.config.d_model)
     glue("sc_task", r0.task)
-    glue("sc_chance", r0.history.chance_loss)
     best = {s: effects.best_rate(recs, scheme=s) for s in schemes}
     for s in schemes:
         glue(f"sc_best_{s.lower().replace('-', '')}", best[s].variant)
@@ -359,12 +356,10 @@ def glue_lipschitz_sweep(recs, exp, profile: str) -> dict:
 
     inits = [n for n, _ in exp.grid(profile)["init"]]
     r0 = recs[0]
-    glue("lp3_runs", len(recs))
     glue("lp3_seeds", len({r.seed for r in recs}))
     glue("lp3_steps", r0.train_config.steps)
     glue("lp3_deep", r0.config.n_enc)
     glue("lp3_width", r0.config.d_model)
-    glue("lp3_chance", r0.history.chance_loss)
     glue("lp3_warmup", results.select(recs, init="Xavier, warmup")[0].train_config.warmup)
     best = {i: effects.best_rate(recs, init=i) for i in inits}
     for i, key in zip(inits, ("lip", "lin", "xav", "xavwarm")):

@@ -84,8 +84,6 @@ def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
     kinds of model follow Theorem 2's laws (``change.depth_laws``' ``holds``)."""
     lm_f, enc_f = fits[lm], fits[enc]
     beta = at_init[lm]["sum_beta_sq"]
-    glue("lm1-beta-post", fmt(beta["post"].mean(1), "{:.1f}"))
-    glue("lm1-beta-pre", fmt(beta["pre"].mean(1), "{:.1f}"))
     rows = [[f"{label}, Σβ²_ii", *(f"{v:.1f}" for v in beta[s].mean(1))]
             for s, label in (("post", "Post-LN"), ("pre", "Pre-LN"))]
     glue("lm1-beta-table", md(md_table(["layers N", *depths], rows)))
@@ -96,7 +94,6 @@ def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
     glue("lm1-enc-r2-post", enc_f["r2_post_n"])
     glue("lm1-enc-r2-pre", enc_f["r2_pre_log"])
     glue("lm1-enc-ratio", enc_f["ratio"])
-    glue("lm1-depths", ", ".join(map(str, depths)))
     glue("lm1-depth-max", depths[-1])
     if 8 in depths:  # exercise 1: Pre-LN's Σβ²_ii at N = 8 against H_17 − 1
         glue("ex13-measured", float(beta["pre"].mean(1)[list(depths).index(8)]))
@@ -148,7 +145,6 @@ def glue_lm_sweep(lrecs, lr_names, warmups) -> None:
     glue("lm-warm", results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup)
     glue("lm-lrs", ", ".join(lr_names))
     glue("lm-runs", len(lrecs))
-    glue("lm-minutes", sum(r.wall_time for r in lrecs) / 60 / 2)  # two jobs at once
     glue("lm-learned-level", outcome.learned_level(lh.chance_loss))
     glue("lm-seeds", len({r.seed for r in lrecs}))
     glue("lm-outcomes", outcome_counts(lrecs))
@@ -567,7 +563,6 @@ def placements_init(pl: dict, depths, seeds: int) -> dict:
     glue("pl1_seeds", seeds)
     glue("pl1_scaled_over_pre", float(stream["ln-scaling"][-1] / stream["pre"][-1]))
     glue("pl1_scaled_r2_H", log_fit[2])
-    glue("pl1_scaled_c", log_fit[0])
     bound = {n: "bounds it" if slope[n] < 0.5 * slope["pre"] else "does not bound it"
              for n in ("peri-ln", "output-norm", "ln-scaling")}
     glue("pl1_peri_verdict", bound["peri-ln"])
@@ -669,8 +664,6 @@ def glue_placements_trained(precs, names, lrs) -> None:
     glue("pt-lrs", ", ".join(lrs))
     glue("pt-lr-lo", lrs[0])
     glue("pt-lr-hi", lrs[-1])
-    glue("pt-runs", len(precs))
-    glue("pt-minutes", sum(r.wall_time for r in precs) / 60 / 2)  # two jobs at once
     glue("pt-seeds", len({r.seed for r in precs}))
 
     def growth(name):  # per seed: top stream at the highest rate ÷ at the lowest
@@ -856,8 +849,6 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
     head = ["norm", "LR sensitivity, median (range)", "rates learned at, per seed",
             "best held-out loss, per seed"]
     glue("nt-table", md(md_table(head, rows)))
-    glue("nt-ln-best", best_median("LayerNorm"))
-    glue("nt-ln-sens", summ["LayerNorm"]["median"])
     dyt_best, hi = best_rate(nrecs, norm="DyT"), lrs[-1]
     sat = {"first probe, best rate": _saturation(nrecs, 0, norm="DyT", lr=dyt_best),
            "end, best rate": _saturation(nrecs, -1, norm="DyT", lr=dyt_best),
@@ -867,10 +858,7 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
     glue("dy1-train-sat-first", median(sat["first probe, best rate"].values()))
     glue("dy1-train-sat", median(sat["end, best rate"].values()))
     glue("dy1-train-sat-hi", median(sat[f"end, lr {hi}"].values()))
-    glue("dy1-train-sat-min", min(sat["end, best rate"].values()))
     glue("dy1-sat-table", md(seed_table(sat, "% saturated, most saturated DyT", "{:.1f}")))
-    glue("nt-dyt-best", best_median("DyT"))
-    glue("nt-dyt-sens", summ["DyT"]["median"])
     ln_worst = max(v["best"] for v in summ["LayerNorm"]["per_seed"].values())
     flat_and_high = summ["DyT"]["median"] < summ["LayerNorm"]["median"] and min(
         v["best"] for v in summ["DyT"]["per_seed"].values()) > ln_worst
@@ -903,7 +891,6 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
         "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d embedding "
         "scale* and *no norm*, queued for a later session."))
     glue("dy1-controls-note", dyt_controls_note(nrecs) if len(ctrl) == 2 else "")
-    glue("rn1-evidence", md(effects_table(rn1)))
     glue("dy1-evidence", md(effects_table(dy1)))
     glue("rn1-train", evidence.describe("RN-1", profile, load=load))
     glue("claim-RN-1", evidence.describe("RN-1", profile, load=load))

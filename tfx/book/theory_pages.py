@@ -225,7 +225,6 @@ def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
     glue("an-task", task_name)
     glue("an-lr", lr)
     glue("an-steps", steps)
-    glue("an-batch", batch_size)
     chance = records[0].history.chance_loss
     glue("an-chance", chance)
     rows = []
@@ -238,7 +237,6 @@ def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
             glue(f"an-{key}-t1", f"at step {t1}" if t1 else "never within the run")
         rows.append((label, s["verdicts"][0], f"{s['losses'][0]:.3f}",
                      t1 if t1 is not None else "never"))
-    glue("an-time", sum(s["wall_time"] for s in summ.values()))
     pre, admin = (summ[keys[k]] for k in ("pre", "admin"))
     glue("an-admin-vs-pre", "below" if admin["losses"][0] < pre["losses"][0] else "above")
     post_h = hs[keys["post"]]
@@ -491,7 +489,6 @@ def glue_hidden_norms(P, norms: dict, inputs: dict, layers, n_seeds: int, depth:
     glue("ln3_pre_slope_real", slope_real)
     glue("ln3_pre_inside", f"{sum(inside)} of {len(inside)}")
     glue("ln3_input_real", inputs["pre"])
-    glue("ln3_pre_last_simp", float(pre_simp[-1]))
     return {"slope_simp": slope_simp, "slope_real": slope_real, "inside": inside}
 
 
@@ -552,7 +549,6 @@ def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
         glue(f"ln4_k_{pl}", expo[pl]["exponent"])
         glue(f"ln4_k_{pl}_lo", expo[pl]["low"])
         glue(f"ln4_k_{pl}_hi", expo[pl]["high"])
-    glue("ln4_post_mean", float(last["post"].mean()))
     glue("ln4_post_paper_range", float(last["post"][paper].mean()))
     glue("ln4_post_min", float(last["post"].min()))
     glue("ln4_post_max", float(last["post"].max()))
