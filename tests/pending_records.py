@@ -14,6 +14,6 @@ BRACKET = {
 UNRECORDED = {
     "ad3-deep": "80 runs (4.5 CPU-hours), recorded in results/in-progress/ after the schedules sweep; AD-3's "
                 "comparisons on it wait in tfx.book.evidence.AWAITING",
-    "norms-untied": "100 runs (0.6 CPU-hours), designed after a referee found the no-norm model ahead of "
+    "norms-untied": "100 runs (≈ 0.95 CPU-hours), designed after a referee found the no-norm model ahead of "
                     "LayerNorm; queued after ad3-deep; its comparisons wait in tfx.book.evidence.AWAITING",
 }
