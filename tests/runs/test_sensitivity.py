@@ -129,3 +129,7 @@ def test_the_centred_sensitivity_reads_the_same_span_around_each_optimum():
         sensitivity.centred_sensitivity(left, 0, value)
     edge = _curve({0: [1.0, 2.0, 3.0, 4.0, 5.0]})
     assert sensitivity.widest_centred_steps([edge, right], value) == 0
+    with pytest.raises(ValueError, match="fewer than 1 grid rate"):
+        sensitivity.centred_sensitivity(edge, 1, value)
+    # clipped at the edge (a smoke test's grid): the window is the optimum and its one neighbour
+    assert sensitivity.centred_sensitivity(edge, 1, value, clip=True)[0] == pytest.approx((1 + 2) / 2 - 1)

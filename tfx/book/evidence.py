@@ -42,10 +42,12 @@ def _lr_sensitivity(records, **point) -> dict:
 def _centred_lr_sensitivity(records, **point) -> dict:
     """Per seed, the LR sensitivity over the window centred on the recipe's own best rate, k grid
     steps either side, k the widest every recipe of the sweep fits (sensitivity.widest_centred_steps):
-    one window rule for all of a sweep's comparisons, set by where the optima sit, not by outcomes."""
+    one window rule for all of a sweep's comparisons, set by where the optima sit, not by outcomes.
+    Where some optimum sits at its grid's edge (a smoke test's two rates; the book's grids are
+    tested to bracket every optimum) the window is one step, cut at the edge."""
     lr = effects.lr_axis(records)
     k = sensitivity.widest_centred_steps([results.select(records, **g) for g in effects.groups(records, lr)])
-    return sensitivity.centred_sensitivity(results.select(records, **point), k)
+    return sensitivity.centred_sensitivity(results.select(records, **point), max(k, 1), clip=k == 0)
 
 
 def _best_log10_lr(records, **point) -> dict:

@@ -482,8 +482,9 @@ def centred_window_words(*sweeps) -> str:
         lr = effects.lr_axis(recs)
         k = sensitivity.widest_centred_steps([results.select(recs, **g) for g in effects.groups(recs, lr)])
         lrs = sorted({r.train_config.lr for r in recs})
-        decades = k * math.log10(lrs[1] / lrs[0])
-        words = f"{k} grid step{'s' if k != 1 else ''} ({decades:.1f} decades) either side of each optimum"
+        decades = max(k, 1) * math.log10(lrs[1] / lrs[0])
+        words = (f"{max(k, 1)} grid step{'s' if k > 1 else ''} ({decades:.1f} decades) either side of each "
+                 f"optimum" + (", cut at the grid's edge" if k == 0 else ""))
         if words not in said:
             said.append(words)
     return "; ".join(said)

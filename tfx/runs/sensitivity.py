@@ -145,23 +145,27 @@ def widest_centred_steps(recipes, value=curve_loss) -> int:
     return min(ks)
 
 
-def centred_sensitivity(records, steps: int, value=curve_loss) -> dict:
+def centred_sensitivity(records, steps: int, value=curve_loss, clip: bool = False) -> dict:
     """``{seed: LR sensitivity}`` of one recipe over the ``2·steps + 1`` rates of its grid centred
     on its best rate (:func:`best_index`, the same window for every seed). Over a fixed grid the
     sensitivity also measures where the optimum sits: the same curve shifted half a decade left
     loses a rate on one side and gains one on the other. Centred on each recipe's optimum, two
     recipes are compared over the same span of rates around their own best. A window that leaves
-    the grid is an error (extend the grid, or narrow the window: :func:`widest_centred_steps`)."""
+    the grid is an error (extend the grid, or narrow the window: :func:`widest_centred_steps`),
+    unless ``clip``: then it is cut at the grid's edge, one-sided, as over a fixed grid (for a
+    smoke test's two-rate grid, whose optimum is always at an edge; never for a book verdict,
+    whose grids bracket every optimum)."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps={steps!r} must be a whole number of grid steps ≥ 1")
     lrs, i = best_index(records, value)
-    if i - steps < 0 or i + steps >= len(lrs):
+    if not clip and (i - steps < 0 or i + steps >= len(lrs)):
         raise ValueError(f"records: the best rate {lrs[i]:g} has fewer than {steps} grid rate(s) on one side "
                          f"(grid {', '.join(f'{v:g}' for v in lrs)}): extend the grid or narrow the window")
+    lo, hi = max(0, i - steps), min(len(lrs), i + steps + 1)
     out = {}
     for seed, (_, vals) in curves(records, value).items():
         start = statistics.median(start_loss(r) for r in records if r.seed == seed)
-        out[seed] = lr_sensitivity(lrs[i - steps:i + steps + 1], vals[i - steps:i + steps + 1], start)
+        out[seed] = lr_sensitivity(lrs[lo:hi], vals[lo:hi], start)
     return out
 
 
