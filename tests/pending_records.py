@@ -12,8 +12,6 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    "ad3-deep": "80 runs (4.5 CPU-hours), recorded in results/in-progress/ after the schedules sweep; AD-3's "
-                "comparisons on it wait in tfx.book.evidence.AWAITING",
     "norms-untied": "100 runs (≈ 0.95 CPU-hours), designed after a referee found the no-norm model ahead of "
                     "LayerNorm; queued after ad3-deep; its comparisons wait in tfx.book.evidence.AWAITING",
 }
