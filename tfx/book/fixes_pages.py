@@ -19,7 +19,7 @@ import numpy as np
 
 from ..runs import outcome, results, sensitivity
 from .explorer import Explorer
-from .notebook import glue, md_table
+from .notebook import glue, glue_figure, md_table  # noqa: F401 (chapters call fixes_pages.glue_figure)
 from .tables import Signed
 from .plot import BOUND_COLORS, GREYS, color, effects_plot, figure
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
