@@ -1,10 +1,11 @@
 """Learning-rate sensitivity (tfx.runs.sensitivity), Wortsman et al. 2023."""
 import copy
 import math
+from types import SimpleNamespace
 
 import pytest
 
-from tfx.runs import sensitivity, sweep
+from tfx.runs import effects, sensitivity, sweep
 from tfx.runs.results import select
 
 
@@ -96,14 +97,15 @@ def test_best_rates_gives_each_seed_its_own_best_rate(tmp_path):
 
 
 def _curve(losses_by_seed, lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1), start=5.0):
-    """Records of one recipe: each seed's held-out losses over ``lrs`` (the fields curves() reads)."""
-    class R:
-        def __init__(self, seed, lr, v):
-            self.seed, self.v = seed, v
-            self.train_config = type("T", (), {"lr": lr})()
-            self.history = type("H", (), {"start_loss": start})()
+    """Records of one recipe: each seed's held-out losses over ``lrs`` (the fields curves(),
+    effects.best_rate and the outcome rule read)."""
+    def rec(seed, lr, v):
+        h = SimpleNamespace(chance_loss=6.0, floor_loss=0.0, eval_loss=[start, v], eval_step=[50, 100], bleu=[],
+                            status="finished", reason="", diverged_step=0, steps_done=100,
+                            start_loss=start, loss=[start], step=[1])
+        return SimpleNamespace(seed=seed, point={"lr": f"{lr:g}"}, history=h, train_config=SimpleNamespace(lr=lr))
 
-    return [R(s, lr, v) for s, vals in losses_by_seed.items() for lr, v in zip(lrs, vals)]
+    return [rec(s, lr, v) for s, vals in losses_by_seed.items() for lr, v in zip(lrs, vals)]
 
 
 def test_the_centred_sensitivity_reads_the_same_span_around_each_optimum():
@@ -111,25 +113,34 @@ def test_the_centred_sensitivity_reads_the_same_span_around_each_optimum():
     fixed grid their sensitivities differ (the shifted one loses a high rate and gains a low
     one); centred on each optimum they are equal. The window is the recipe's, the same for
     every seed, and a window off the grid is refused."""
-    value = lambda r: r.v  # noqa: E731
     left = _curve({0: [2.0, 1.0, 2.0, 4.0, 5.0], 1: [2.2, 1.1, 2.1, 4.5, 5.0]})
     right = _curve({0: [3.0, 2.0, 1.0, 2.0, 4.0], 1: [3.0, 2.2, 1.1, 2.1, 4.5]})
-    fixed = [sensitivity.lr_sensitivity(*sensitivity.curves(r, value)[0], start=5.0) for r in (left, right)]
+    fixed = [sensitivity.lr_sensitivity(*sensitivity.curves(r)[0], start=5.0) for r in (left, right)]
     assert fixed[0] != pytest.approx(fixed[1])
-    assert sensitivity.best_index(left, value) == ([1e-3, 3e-3, 1e-2, 3e-2, 1e-1], 1)
-    assert sensitivity.best_index(right, value)[1] == 2
-    assert sensitivity.widest_centred_steps([left, right], value) == 1
-    assert sensitivity.widest_centred_steps([right], value) == 2
-    a, b = (sensitivity.centred_sensitivity(r, 1, value) for r in (left, right))
+    assert sensitivity.best_index(left) == ([1e-3, 3e-3, 1e-2, 3e-2, 1e-1], 1)
+    assert sensitivity.best_index(right)[1] == 2
+    assert sensitivity.widest_centred_steps([left, right]) == 1
+    assert sensitivity.widest_centred_steps([right]) == 2
+    a, b = (sensitivity.centred_sensitivity(r, 1) for r in (left, right))
     assert a[0] == pytest.approx(b[0]) == pytest.approx((2 + 1 + 2) / 3 - 1)
     assert a[1] == pytest.approx((2.2 + 1.1 + 2.1) / 3 - 1.1) == pytest.approx(b[1])
     with pytest.raises(ValueError, match="fewer than 2 grid rate"):
-        sensitivity.centred_sensitivity(left, 2, value)
+        sensitivity.centred_sensitivity(left, 2)
     with pytest.raises(ValueError, match="steps="):
-        sensitivity.centred_sensitivity(left, 0, value)
+        sensitivity.centred_sensitivity(left, 0)
     edge = _curve({0: [1.0, 2.0, 3.0, 4.0, 5.0]})
-    assert sensitivity.widest_centred_steps([edge, right], value) == 0
+    assert sensitivity.widest_centred_steps([edge, right]) == 0
     with pytest.raises(ValueError, match="fewer than 1 grid rate"):
-        sensitivity.centred_sensitivity(edge, 1, value)
+        sensitivity.centred_sensitivity(edge, 1)
     # clipped at the edge (a smoke test's grid): the window is the optimum and its one neighbour
-    assert sensitivity.centred_sensitivity(edge, 1, value, clip=True)[0] == pytest.approx((1 + 2) / 2 - 1)
+    assert sensitivity.centred_sensitivity(edge, 1, clip=True)[0] == pytest.approx((1 + 2) / 2 - 1)
+
+
+def test_the_centred_window_sits_at_the_best_rate_the_verdicts_use():
+    """One rule decides a recipe's best rate (effects.best_rate: the lowest *mean* end loss).
+    Here the median over seeds would pick 3e-3 (two seeds' 1.0), the mean picks 1e-2 (one seed's
+    9.0 at 3e-3): the window follows the mean."""
+    recs = _curve({0: [2.0, 1.0, 2.0, 3.0, 4.0], 1: [2.0, 1.0, 2.0, 3.0, 4.0], 2: [2.0, 9.0, 1.5, 3.0, 4.0]})
+    best = effects.best_rate(recs)
+    assert best.lr == 1e-2
+    assert sensitivity.best_index(recs) == ([1e-3, 3e-3, 1e-2, 3e-2, 1e-1], 2)

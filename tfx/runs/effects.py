@@ -48,8 +48,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from .outcome import judge
-from .results import final_eval_loss, select
-from .sensitivity import start_loss
+from .results import final_eval_loss, select, start_loss
 
 VERDICTS = ("reproduces", "reversed", "not resolved at this scale")
 EXPECT = ("lower", "higher", "equal")

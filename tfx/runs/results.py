@@ -406,6 +406,14 @@ def final_eval_loss(r: Record) -> float:
     return float(r.history.eval_loss[-1]) if r.history.eval_loss else math.nan
 
 
+def start_loss(rec) -> float:
+    """L₀: the loss at step 1, measured before the first update."""
+    h = rec.history
+    if math.isfinite(getattr(h, "start_loss", math.nan)):
+        return h.start_loss
+    return h.loss[0] if h.loss and h.step and h.step[0] == 1 else math.nan
+
+
 def _cell(r: Record, fmt: str, value) -> str:
     if r.status == "diverged":
         return f"diverged (step {r.history.diverged_step or '?'})"

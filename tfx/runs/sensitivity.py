@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 import statistics
 
+from .effects import best_rate, end_loss
 from .outcome import judge, learned
-from .results import final_eval_loss
+from .results import final_eval_loss, start_loss
 
 
 def curve_loss(rec) -> float:
@@ -40,14 +41,6 @@ def best_eval_loss(rec) -> float:
         return math.nan
     vals = [v for v in rec.history.eval_loss if math.isfinite(v)]
     return min(vals) if vals else math.nan
-
-
-def start_loss(rec) -> float:
-    """L₀: the loss at step 1, measured before the first update."""
-    h = rec.history
-    if math.isfinite(getattr(h, "start_loss", math.nan)):
-        return h.start_loss
-    return h.loss[0] if h.loss and h.step and h.step[0] == 1 else math.nan
 
 
 def lr_sensitivity(lrs, losses, start: float) -> float:
@@ -119,26 +112,23 @@ def summarize(records, value=curve_loss) -> dict:
             "lrs": list(next(iter(grids), ()))}
 
 
-def best_index(records, value=curve_loss) -> tuple[list, int]:
-    """(the recipe's learning rates ascending, the index of its best one): the lowest median over
-    seeds of ``value`` capped at L₀, a diverged run counting as L₀ (as :func:`lr_sensitivity`)."""
-    seeds = curves(records, value)
-    if not seeds:
+def best_index(records) -> tuple[list, int]:
+    """(the recipe's learning rates ascending, the index of its best one), by the book's one rule
+    for a best rate, :func:`tfx.runs.effects.best_rate` (the lowest mean end loss over seeds, a
+    diverged run counting as L₀): a window is centred where the verdicts read the recipe."""
+    if not records:
         raise ValueError("records: no runs to read a best learning rate from")
-    lrs = next(iter(seeds.values()))[0]
-    starts = {s: statistics.median(start_loss(r) for r in records if r.seed == s) for s in seeds}
-    capped = [statistics.median(min(v[i], starts[s]) if math.isfinite(v[i]) else starts[s]
-                                for s, (_, v) in seeds.items()) for i in range(len(lrs))]
-    return lrs, min(range(len(lrs)), key=capped.__getitem__)
+    best = best_rate(records, end_loss)
+    return list(best.rates), best.rates.index(best.lr)
 
 
-def widest_centred_steps(recipes, value=curve_loss) -> int:
+def widest_centred_steps(recipes) -> int:
     """The most grid steps k such that the window of k rates either side of every recipe's best
     rate (:func:`best_index`) lies on its grid: the widest window :func:`centred_sensitivity` can
     use for all of them alike. 0 when some recipe's best rate sits at its grid's edge."""
     ks = []
     for recs in recipes:
-        lrs, i = best_index(recs, value)
+        lrs, i = best_index(recs)
         ks.append(min(i, len(lrs) - 1 - i))
     if not ks:
         raise ValueError("recipes: none given")
@@ -157,7 +147,7 @@ def centred_sensitivity(records, steps: int, value=curve_loss, clip: bool = Fals
     whose grids bracket every optimum)."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps={steps!r} must be a whole number of grid steps ≥ 1")
-    lrs, i = best_index(records, value)
+    lrs, i = best_index(records)
     if not clip and (i - steps < 0 or i + steps >= len(lrs)):
         raise ValueError(f"records: the best rate {lrs[i]:g} has fewer than {steps} grid rate(s) on one side "
                          f"(grid {', '.join(f'{v:g}' for v in lrs)}): extend the grid or narrow the window")
