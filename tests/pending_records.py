@@ -12,6 +12,4 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    "norms-untied": "100 runs (≈ 0.95 CPU-hours), designed after a referee found the no-norm model ahead of "
-                    "LayerNorm; queued after ad3-deep; its comparisons wait in tfx.book.evidence.AWAITING",
 }

@@ -222,7 +222,7 @@ CLAIMS = [
           "With unit gain and ε = 0 the Jacobian is (√d/‖x‖)(I − x̂x̂ᵀ), so its spectral norm is √d/‖x‖ "
           "(LN-1 with ‖x‖ for ‖x−μ‖); it trains like LayerNorm at this scale.",
           ("17-rmsnorm-dyt", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
-                              "log-log slope {rn1_slope:.4f}; trained (LM, six learning rates): "
+                              "log-log slope {rn1_slope:.4f}; trained (LM, {nt-rates} learning rates): "
                               "{rn1-train}")),
     Claim("DY-1", "zhu2025dyt", "Dynamic Tanh",
           "Dynamic Tanh, γ ⊙ tanh(αx) + b with a learned scalar α, can stand in for every norm.",
@@ -231,8 +231,8 @@ CLAIMS = [
           ("17-rmsnorm-dyt", "Jacobian within {dy1_jac_rel_err:.0e} of the formula; in a "
                               "{dy1_depth}-layer Pre-LN LM at init {dy1_share_default:.2f} % of units "
                               "saturate at α = 0.5, half from α ≈ {dy1_alpha_half:.2g}, "
-                              "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}; trained at α = 0.5 (LM, six "
-                              "learning rates): {dy1-train}; started at smaller α: {dy1-alpha}")),
+                              "{dy1_share_max:.0f} % at α = {dy1_alpha_max:.0f}; trained at α = 0.5 (LM, "
+                              "{nt-rates} learning rates): {dy1-train}; started at smaller α: {dy1-alpha}")),
     Claim("PL-1", "kim2025periln,sun2025curse,olmo2025", "Peri-LN; The Curse of Depth; OLMo 2",
           "Pre-LN's residual stream grows with depth, so deep layers add little; a norm on each "
           "branch's output or a 1/√ℓ factor on the norm of layer ℓ is said to bound the growth.",

@@ -828,16 +828,14 @@ def dyt_controls_note(nrecs) -> str:
             f"({ci(dyt_vs_none)}): {worse}.")
 
 
-def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str):
+def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str, load):
     """Glue chapter 17's training half: the sweep's size (``nt-*``), the table of every
     norm's LR sensitivity, windows and best loss per seed (``nt-table``), DyT's saturation
     during training (``dy1-train-*``, medians; ``dy1-sat-table``, per seed), the smaller-α
     variants (``dy1-alpha-table``), the controls where recorded (``dy1-controls``), the
     evidence tables and the claims-page lines (``claim-RN-1``, ``claim-DY-1``,
-    ``rn1-train``, ``dy1-train``, ``dy1-alpha``). Returns (sweep figure, effects figure)."""
-    def load(*_):
-        return nrecs
-
+    ``rn1-train``, ``dy1-train``, ``dy1-alpha``); ``load(experiment, profile)``: the records
+    the registry's comparisons read. Returns (sweep figure, effects figure)."""
     glue_sweep_size("nt", nrecs)
     summ = {f: sensitivity.summarize(results.select(nrecs, norm=f)) for f in names}
 
