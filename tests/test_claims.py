@@ -867,6 +867,18 @@ def test_a_comparison_waits_only_while_its_sweep_has_no_records():
         assert c not in evidence.COMPARISONS
 
 
+def test_a_waiting_comparison_reads_points_its_sweep_will_record():
+    """A comparison registered before its sweep runs names grid points of that sweep's book
+    profile (a misspelt variant would wait for records that never come)."""
+    from tfx.book.sweep_explorers import grid_axes
+
+    for c in evidence.AWAITING:
+        axes = grid_axes(Experiment.load(c.experiment), "book")
+        for point in c.points():
+            bad = {k: v for k, v in point.items() if v not in axes.get(k, ())}
+            assert not bad, f"{c.says!r}: {bad} is not a point of experiments/{c.experiment}.toml's book grid"
+
+
 def test_every_registered_comparison_and_claim_declares_what_the_records_give():
     """Every comparison declares its verdict, every claim the registry judges its status, and
     every claim with halves each half's; nothing is declared for a claim the registry lacks."""

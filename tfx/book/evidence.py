@@ -707,7 +707,29 @@ for _c in COMPARISONS:
 # fixed before the data (book/method.md). They join COMPARISONS, and their claims' verdicts, in the
 # change that lands the sealed records; until then no chapter reads them (tests/test_claims.py
 # fails once their sweep is recorded and they still wait here).
-AWAITING: list = []
+AWAITING: list = [
+    # The depth sweep on bracketed grids (experiments/depth-rates.toml: each architecture at its own
+    # best of six rates, reverse-noisy, with warmup): depth.toml's AD-3 failure rows and GV-2 read
+    # one rate, about 3x deep Post-LN's best. Registered before any run of the sweep.
+    *(Comparison("AD-3", f"failure: at 6+6 layers with warmup, each at its own best of six rates, Post-LN ends "
+                         f"higher than {ref}", "depth-rates", "architecture", "Post-LN", ref, "higher",
+                 {"depth": "6 layers"}, own_rate=True, part="failure") for ref in ("Pre-LN", "Admin")),
+    Comparison("GV-2", "at 6+6 layers with warmup, each at its own best of six rates, a Post-LN encoder with a "
+                       "Pre-LN decoder ends higher than Pre-LN", "depth-rates", "architecture",
+               "Post-LN enc / Pre-LN dec", "Pre-LN", "higher", {"depth": "6 layers"}, own_rate=True),
+    Comparison("GV-2", "with warmup, each at its own best of six rates, the hybrid's gap to Pre-LN grows from "
+                       "2+2 to 6+6 layers", "depth-rates", "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN",
+               "higher", {"depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}),
+    # TF-2 and LP-3 against the papers' baseline, a Post-LN with a warmup that can train
+    # (experiments/warm-baselines.toml: warmups of 100 and 300 steps, 1,200 steps, reverse-noisy).
+    # Registered before any run of the sweep.
+    *(Comparison(claim, f"{name} without warmup, at its best rate, ends lower than Post-LN with a {w}-step "
+                        f"warmup at its own (the paper's baseline, on a task with a floor)", "warm-baselines",
+                 "scheme", scheme, f"Post-LN, warmup {w}", "lower", own_rate=True)
+      for claim, name, scheme in (("TF-2", "T-Fixup (no LayerNorm)", "T-Fixup"),
+                                  ("LP-3", "the Lipschitz initialisation (v1)", "Lipschitz"))
+      for w in (100, 300)),
+]
 
 # Claims the book's scale cannot test, with why (shown on the claims page beside the measurement).
 NOT_TESTABLE: dict = {
