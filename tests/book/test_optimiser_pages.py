@@ -22,6 +22,13 @@ def test_grid_finds_a_spike_and_a_capped_run():
     assert "| 0.95 | 1e-03 |" in pages.grid_table(rows)
 
 
+def test_noise_grid_counts_crossings_and_marks_the_noise_that_rules_them_out():
+    rows = pages.noise_grid([0.0, 1e-3], seeds=[0, 1], betas=(0.9, 0.95), steps=600)
+    assert [(r["crossed"], r["ruled_out"]) for r in rows] == [(2, False), (0, True)]
+    assert rows[0]["step"] is not None and rows[1]["step"] is None
+    assert "| 1e-03 | 0 of 2 | none |" in pages.noise_table(rows, 38.0)
+
+
 def check(slopes):
     slopes = np.array(slopes, dtype=float)
     return CoordinateCheck([32, 64], ["a", "logits"], np.ones((len(slopes), 2, 2)), slopes)

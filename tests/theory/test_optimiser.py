@@ -54,6 +54,25 @@ def test_eps_above_the_threshold_scale_removes_the_spike():
     assert run.sharpness.max() <= lr / eps
 
 
+def test_gradient_noise_caps_the_preconditioned_curvature():
+    """OP-1's noise control: noise 0 is the noise-free run to the bit; noise changes the
+    gradients (the option does something), the same seed repeats them, and noise at or above
+    η h/threshold keeps a_t h below the threshold (no crossing) where the noise-free run crosses."""
+    lr, betas = 0.01, (0.9, 0.95)
+    quiet = O.quadratic_run("adam", lr=lr, steps=600, betas=betas)
+    assert np.array_equal(O.quadratic_run("adam", lr=lr, steps=600, betas=betas, noise=0.0).x, quiet.x)
+    assert O.crossing(quiet) is not None
+    limit = lr / O.stability_threshold(betas[0])
+    for seed in range(3):
+        noisy = O.quadratic_run("adam", lr=lr, steps=600, betas=betas, noise=limit, seed=seed)
+        assert not np.array_equal(noisy.grad, quiet.grad)
+        assert O.crossing(noisy) is None and noisy.sharpness.max() < noisy.threshold
+    again = O.quadratic_run("adam", lr=lr, steps=600, betas=betas, noise=limit, seed=2)
+    assert np.array_equal(again.x, noisy.x)
+    with pytest.raises(ValueError, match="noise="):
+        O.quadratic_run("adam", noise=-1e-3)
+
+
 def test_beta2_not_above_beta1_gives_no_prediction():
     run = O.quadratic_run("adam", lr=0.01, steps=300, betas=(0.9, 0.9))
     assert O.predict_crossing(run, 0.01, betas=(0.9, 0.9)) is None

@@ -67,6 +67,33 @@ def grid_table(rows) -> str:
                       cell(r["onset"]), "yes" if r["agree"] else "no"] for r in rows])
 
 
+def noise_grid(sigmas, seeds, lr=0.01, h=1.0, betas=(0.9, 0.99), steps=2000) -> list:
+    """OP-1's noise control: one Adam run on h x²/2 per (σ, seed), the gradient h x + σ ξ
+    (:func:`tfx.theory.optimiser.quadratic_run`); per σ the runs whose preconditioned curvature
+    crosses the threshold (:func:`~tfx.theory.optimiser.crossing`), the median step of the
+    crossing and the median peak a_t h, beside the cap that rules a crossing out,
+    σ ≥ η h/threshold (``ruled_out``)."""
+    limit = lr * h / O.stability_threshold(betas[0])
+    rows = []
+    for sigma in sigmas:
+        runs = [O.quadratic_run("adam", h=h, lr=lr, steps=steps, betas=betas, noise=sigma, seed=s)
+                for s in seeds]
+        steps_at = [c for c in (O.crossing(r) for r in runs) if c is not None]
+        rows.append(dict(sigma=sigma, runs=len(runs), crossed=len(steps_at), ruled_out=sigma >= limit,
+                         step=float(np.median(steps_at)) if steps_at else None,
+                         peak=float(np.median([r.sharpness.max() for r in runs]))))
+    return rows
+
+
+def noise_table(rows, threshold: float) -> str:
+    """:func:`noise_grid` as a Markdown table."""
+    return md_table(["gradient noise σ", "runs crossing the threshold", "median step of the crossing",
+                     f"median peak of a·h (threshold {threshold:.0f})", "ruled out by σ ≥ η h/threshold"],
+                    [[f"{r['sigma']:.0e}" if r["sigma"] else "0", f"{r['crossed']} of {r['runs']}",
+                      "none" if r["step"] is None else f"{r['step']:.0f}", f"{r['peak']:.0f}",
+                      "yes" if r["ruled_out"] else "no"] for r in rows])
+
+
 def quadratic_figure(P, runs: dict, predicted: int | None, floor: float = 1e-80):
     """Left: the loss of each run (log scale, cut at ``floor``); right: the preconditioned
     curvature a_t h of the adaptive runs against their threshold, the predicted crossing

@@ -68,12 +68,22 @@ class QuadraticRun(NamedTuple):
 
 
 def quadratic_run(optimizer: str = "adam", h: float = 1.0, lr: float = 0.01, steps: int = 2000,
-                  x0: float = 1.0, betas=(0.9, 0.99), eps: float = 1e-8) -> QuadraticRun:
+                  x0: float = 1.0, betas=(0.9, 0.99), eps: float = 1e-8, noise: float = 0.0,
+                  seed: int = 0) -> QuadraticRun:
     """Minimise h x²/2 from ``x0`` for ``steps`` steps with ``optimizer`` ('gd', 'adam',
-    'adam-atan2'), in float64, through ``tfx.nn.optim``'s own optimisers and step."""
+    'adam-atan2'), in float64, through ``tfx.nn.optim``'s own optimisers and step.
+
+    ``noise`` σ ≥ 0: each step's gradient is h x + σ ξ_t, ξ_t ~ N(0, 1) drawn from ``seed``
+    (a stochastic gradient's noise; ``grad`` records it, ``loss`` stays h x²/2). The noise
+    keeps v̂ near σ² however small x gets, so it caps a_t h near η h/σ as ε caps it at η h/ε:
+    above σ = η h/threshold the crossing cannot come (Bai et al.'s mechanism needs a
+    gradient far quieter than its own past)."""
     if optimizer not in QUADRATIC_OPTIMIZERS:
         raise ValueError(f"optimizer={optimizer!r} is not allowed; choose one of: "
                          f"{', '.join(map(repr, QUADRATIC_OPTIMIZERS))}")
+    if not noise >= 0:
+        raise ValueError(f"noise={noise!r} must be a standard deviation ≥ 0")
+    xi = np.random.default_rng(seed).standard_normal(steps) * noise if noise else np.zeros(steps)
     x = torch.nn.Parameter(torch.tensor([float(x0)], dtype=torch.float64))
     name = "sgd" if optimizer == "gd" else optimizer
     kw = {"momentum": 0.0} if optimizer == "gd" else {"betas": tuple(betas)}
@@ -83,8 +93,9 @@ def quadratic_run(optimizer: str = "adam", h: float = 1.0, lr: float = 0.01, ste
     xs, gs, vs = np.empty(steps), np.empty(steps), np.full(steps, np.nan)
     beta2 = betas[1]
     for t in range(steps):
-        gs[t] = h * float(x.detach())
-        take_step(opt, 0.5 * h * x.pow(2).sum())
+        gs[t] = h * float(x.detach()) + xi[t]
+        objective = 0.5 * h * x.pow(2).sum()
+        take_step(opt, objective + xi[t] * x.sum() if noise else objective)  # d/dx: h x + σ ξ_t
         xs[t] = float(x.detach())
         if optimizer != "gd":
             vs[t] = float(opt.state[x]["exp_avg_sq"]) / (1 - beta2 ** (t + 1))
