@@ -71,6 +71,7 @@ def main(argv=None) -> int:
         sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "wheel", ROOT,
            stdout=subprocess.DEVNULL)
         wheel = next((work / "wheel").glob("tfx_book-*.whl"))
+        print(f"==> {wheel.name}: {wheel.stat().st_size / 1e6:.1f} MB (issue 41's target: 30)", flush=True)
         print("==> a clean venv with what Colab has, then the wheel (non-editable)", flush=True)
         sh(sys.executable, "-m", "venv", work / "venv")
         py = work / "venv" / "bin" / "python"
