@@ -21,7 +21,7 @@ import numpy as np
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_status, status_of
-from .notebook import glue, glue_figure, md, md_table
+from .notebook import glue, glue_figure, md, md_table  # noqa: F401 (chapters call lm_pages.glue_figure)
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, OUTCOME_COLORS, color, effects_figure,
                    effects_plot, figure, lr_curves)
 from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
