@@ -13,8 +13,9 @@ BRACKET = {
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
     "depth-rates": "420 runs (≈ 1.7 CPU-hours): the depth sweep on bracketed grids, designed after a referee "
-                   "found depth.toml's one rate too high for Post-LN; its comparisons wait in "
-                   "tfx.book.evidence.AWAITING",
+                   "found depth.toml's one rate too high for Post-LN; recorded and sealed in "
+                   "results/in-progress/, moved up when its comparisons (tfx.book.evidence.AWAITING) "
+                   "are declared",
     "warm-baselines": "125 runs (≈ 3.4 CPU-hours): TF-2 and LP-3 against a Post-LN with a warmup that can "
                       "train; queued after depth-rates; its comparisons wait in tfx.book.evidence.AWAITING",
 }
