@@ -12,10 +12,6 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    "depth-rates": "420 runs (≈ 1.7 CPU-hours): the depth sweep on bracketed grids, designed after a referee "
-                   "found depth.toml's one rate too high for Post-LN; recorded and sealed in "
-                   "results/in-progress/, moved up when its comparisons (tfx.book.evidence.AWAITING) "
-                   "are declared",
     "warm-baselines": "125 runs (≈ 3.4 CPU-hours): TF-2 and LP-3 against a Post-LN with a warmup that can "
-                      "train; queued after depth-rates; its comparisons wait in tfx.book.evidence.AWAITING",
+                      "train; recording since 2026-11-29 19:40 UTC; its comparisons wait in tfx.book.evidence.AWAITING",
 }

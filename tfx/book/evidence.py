@@ -411,6 +411,13 @@ COMPARISONS = [
     Comparison("AD-3", "failure: in the depth sweep (with warmup, one rate), Post-LN ends higher than Admin at "
                        "6+6 layers", "depth", "architecture", "Post-LN", "Admin", "higher", {"depth": "6 layers"}, part="failure",
                expected="reproduces"),
+    # the depth sweep on bracketed grids (experiments/depth-rates.toml: each architecture at its own
+    # best of six rates, reverse-noisy, with warmup), registered before any run of the sweep (bae26ee);
+    # the verdicts declared when its records landed
+    *(Comparison("AD-3", f"failure: at 6+6 layers with warmup, each at its own best of six rates, Post-LN ends "
+                         f"higher than {ref}", "depth-rates", "architecture", "Post-LN", ref, "higher",
+                 {"depth": "6 layers"}, own_rate=True, part="failure", expected="reproduces")
+      for ref in ("Pre-LN", "Admin")),
     # the warmup axis at the lower peak rate 1e-3 (Post-LN's best at 6+6): a rate too high, or any warmup?
     Comparison("AD-3", "failure: at 6+6 layers and lr 1e-3, Post-LN with the longest warmup ends higher than "
                        "Pre-LN with it", "warmup-axis-low", "architecture", "Post-LN", "Pre-LN", "higher",
@@ -459,6 +466,16 @@ COMPARISONS = [
     Comparison("GV-2", "with warmup, the hybrid's gap to Pre-LN grows from 2+2 to 6+6 layers", "depth",
                "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN", "higher", {"depth": "6 layers"},
                contrast={"depth": "2 layers"}, expected="reproduces"),
+    # the same two, each architecture at its own best of six rates (experiments/depth-rates.toml),
+    # registered before any run of the sweep (bae26ee)
+    Comparison("GV-2", "at 6+6 layers with warmup, each at its own best of six rates, a Post-LN encoder with a "
+                       "Pre-LN decoder ends higher than Pre-LN", "depth-rates", "architecture",
+               "Post-LN enc / Pre-LN dec", "Pre-LN", "higher", {"depth": "6 layers"}, own_rate=True,
+               expected="reproduces"),
+    Comparison("GV-2", "with warmup, each at its own best of six rates, the hybrid's gap to Pre-LN grows from "
+                       "2+2 to 6+6 layers", "depth-rates", "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN",
+               "higher", {"depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"},
+               expected="reproduces"),
     # ---- end of chapters 11 and 12 ---------------------------------------------------------------
 ]
 # --- chapters 14-16: the decoder-only LM, logits that grow, norms after 2020 (the book's extension)
@@ -708,18 +725,6 @@ for _c in COMPARISONS:
 # change that lands the sealed records; until then no chapter reads them (tests/test_claims.py
 # fails once their sweep is recorded and they still wait here).
 AWAITING: list = [
-    # The depth sweep on bracketed grids (experiments/depth-rates.toml: each architecture at its own
-    # best of six rates, reverse-noisy, with warmup): depth.toml's AD-3 failure rows and GV-2 read
-    # one rate, about 3x deep Post-LN's best. Registered before any run of the sweep.
-    *(Comparison("AD-3", f"failure: at 6+6 layers with warmup, each at its own best of six rates, Post-LN ends "
-                         f"higher than {ref}", "depth-rates", "architecture", "Post-LN", ref, "higher",
-                 {"depth": "6 layers"}, own_rate=True, part="failure") for ref in ("Pre-LN", "Admin")),
-    Comparison("GV-2", "at 6+6 layers with warmup, each at its own best of six rates, a Post-LN encoder with a "
-                       "Pre-LN decoder ends higher than Pre-LN", "depth-rates", "architecture",
-               "Post-LN enc / Pre-LN dec", "Pre-LN", "higher", {"depth": "6 layers"}, own_rate=True),
-    Comparison("GV-2", "with warmup, each at its own best of six rates, the hybrid's gap to Pre-LN grows from "
-                       "2+2 to 6+6 layers", "depth-rates", "architecture", "Post-LN enc / Pre-LN dec", "Pre-LN",
-               "higher", {"depth": "6 layers"}, own_rate=True, contrast={"depth": "2 layers"}),
     # TF-2 and LP-3 against the papers' baseline, a Post-LN with a warmup that can train
     # (experiments/warm-baselines.toml: warmups of 100 and 300 steps, 1,200 steps, reverse-noisy).
     # Registered before any run of the sweep.

@@ -544,11 +544,13 @@ def lr_sensitivity_figure(P, lrecs, archs, warms, depths):
     return fig
 
 
-def width_figure(P, recs, archs, widths):
-    """Final loss against learning rate at each width (one panel per width, tfx.book.plot)."""
-    fig, axes = figure(P, ncols=len(widths), width=9.4, height=3.2, sharey=True)
-    for ax, w in zip(np.atleast_1d(axes), widths):
-        lr_curves(ax, results.select(recs, width=w), archs, title=f"width {w.split()[-1]}")
+def lr_panels_figure(P, recs, archs, axis: str, variants, title=str):
+    """Final loss against learning rate, one panel per variant of ``axis`` (a width, a depth),
+    every architecture in ``archs`` on each (:func:`tfx.book.plot.lr_curves`); ``title`` names
+    a panel from its variant."""
+    fig, axes = figure(P, ncols=len(variants), width=9.4, height=3.2, sharey=True)
+    for ax, v in zip(np.atleast_1d(axes), variants):
+        lr_curves(ax, results.select(recs, **{axis: v}), archs, title=title(v))
     np.atleast_1d(axes)[0].legend(fontsize=7)
     return fig
 
