@@ -12,6 +12,4 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    "warm-baselines": "125 runs (≈ 3.4 CPU-hours): TF-2 and LP-3 against a Post-LN with a warmup that can "
-                      "train; recording since 2026-11-29 19:40 UTC; its comparisons wait in tfx.book.evidence.AWAITING",
 }

@@ -20,7 +20,7 @@ import numpy as np
 from ..runs import outcome, results, sensitivity
 from .explorer import Explorer
 from .notebook import glue, glue_figure, md_table  # noqa: F401 (chapters call fixes_pages.glue_figure)
-from .tables import Signed
+from .tables import Signed, outcome_counts
 from .plot import BOUND_COLORS, GREYS, color, effects_plot, figure
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
 
@@ -34,6 +34,10 @@ LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"),
                     "Xavier": color("post"), "Xavier, warmup": color("post+warmup")}
 SCHEME_COLORS = {"Post-LN": color("post"), "Pre-LN": color("pre"), "Admin": color("admin"),
                  "T-Fixup": color("t-fixup"), "ReZero": color("rezero"), "DeepNorm": color("deepnorm")}
+# experiments/warm-baselines.toml: the fixes without warmup against Post-LN with two warmups
+WARM_BASELINE_COLORS = {"T-Fixup": color("t-fixup"), "Lipschitz": color("lipschitz"),
+                        "Post-LN, warmup 100": color("post+warmup"),
+                        "Post-LN, warmup 300": color("post+long-warmup"), "Pre-LN": color("pre")}
 DIVERGED_MARK = dict(marker="x", ms=7, mew=1.6, ls="none")
 LOG_ABOVE = 5.0  # an lr_figure panel whose losses reach this many times chance is drawn on a log axis
 EXPLORER_POINTS = 25  # training-loss points per seed in an explorer state (the page stays small)
@@ -62,6 +66,33 @@ def glue_effect(name: str, e, fmt=None) -> str:
     return text
 
 
+def warm_baseline_values(recs, book, claim: str) -> dict:
+    """What chapters 8 and 9 say of experiments/warm-baselines.toml (``recs``: the profile's
+    records; ``book``: the book records the registry judges): per scheme its best rate and
+    its runs' outcomes there, and per comparison registered for ``claim`` on the sweep
+    (:mod:`tfx.book.evidence`) its effect, mean and verdict, keyed by the baseline's warmup
+    ('warmup 100' -> '100'). Keys are glue names without the chapter's prefix."""
+    from ..runs import effects
+    from . import evidence
+
+    out = {"steps": recs[0].train_config.steps, "rates": len({r.train_config.lr for r in recs}),
+           "seeds": len({r.seed for r in recs}), "runs": len(recs)}
+    for s in dict.fromkeys(r.point["scheme"] for r in recs):
+        best, runs = effects.runs_at_best_rate(recs, scheme=s)
+        key = s.split()[-1] if s.startswith("Post-LN, warmup") else s
+        out[f"rate-{key}"] = best.variant
+        out[f"outcomes-{key}"] = outcome_counts(runs)
+        if key.isdigit():
+            out[f"warmup-{key}"] = runs[0].train_config.warmup
+    for c, e in evidence.evaluate(claim):
+        if c.experiment == "warm-baselines":
+            w = c.b.split()[-1]
+            out[f"vs-{w}"] = e.describe()
+            out[f"vs-{w}-mean"] = e.mean
+            out[f"vs-{w}-verdict"] = c.verdict(book, e)
+    return out
+
+
 # ------------------------------------------------------------------ figures
 
 
@@ -72,7 +103,8 @@ def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""
     below 0. A
     diverged run has no final loss: it is marked × at the top of its panel, at its rate (the
     legend says so). Chance dotted. Returns the figure."""
-    fig, axes = figure(P, ncols=len(groups), width=min(5.0 * len(groups) + 0.6, 9.6), height=4.0)
+    fig, axes = figure(P, ncols=len(groups), width=min(5.0 * len(groups) + 0.6, 9.6), height=4.0,
+                       task=records[0].task)
     axes = np.atleast_1d(axes)
     chance = records[0].history.chance_loss
     for ax, (panel, variants) in zip(axes, groups.items()):

@@ -29,6 +29,7 @@ COLORS = {
     "admin-profiling-free": "#1b9e77", "t-fixup-weights": "#c49c94",
     "t-fixup-embeddings": "#e7ba52", "lipschitz-linears": "#9edae5",
     "post+warmup": "#ff9896",  # Post-LN trained with warmup: its scheme's red, lighter
+    "post+long-warmup": "#a50f15",  # Post-LN with the longer of two warmups: its red, darker
     "pre+warmup": "#aec7e8",  # Pre-LN trained with warmup: its scheme's blue, lighter
     "post-enc-pre-dec": "#666666",  # a Post-LN encoder under a Pre-LN decoder (chapter 12)
     # where the norm goes (chapter 16) and how a branch scales with depth (depth-μP)

@@ -245,7 +245,7 @@ def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
     Right: Post-LN's training curves at the higher Adam rate, every seed."""
     chance = recs[0].history.chance_loss
     top = 1.15 * chance
-    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6)
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, task=recs[0].task)
     x = np.arange(len(warmups))
     for k, (opt, c) in enumerate(zip(optimisers, OPTIMISER_SETTING_COLORS)):
         ys = [_final_or_top(results.select(recs, optimizer=opt, **{"train.warmup": w}), top)
@@ -277,7 +277,7 @@ def post_ln_windows_figure(P, post_recs):
     per depth, every seed (the lr-sensitivity sweep)."""
     depths = list(dict.fromkeys(r.point["depth"] for r in post_recs))
     warms = list(dict.fromkeys(r.point["warmup"] for r in post_recs))
-    fig, axes = figure(P, ncols=len(depths), width=9.4, height=3.4)
+    fig, axes = figure(P, ncols=len(depths), width=9.4, height=3.4, task=post_recs[0].task)
     h = post_recs[0].history
     for ax, dp in zip(np.atleast_1d(axes), depths):
         for w, c in zip(warms, warmup_colors(2)):
@@ -404,7 +404,7 @@ def depth_figure(P, recs, archs, depths, learned_level):
     """Left: final loss against depth, every architecture, every seed (with warmup).
     Right: training curves at the greatest depth."""
     chance = recs[0].history.chance_loss
-    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=4.0)
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=4.0, task=recs[0].task)
     x = np.arange(len(depths))
     for k, a in enumerate(archs):
         c = PALETTE.get(a, "k")
@@ -434,7 +434,7 @@ def warmup_axis_figure(P, wrecs, archs, w_names, w_steps, learned_level):
     """Left: final loss per warmup length, every architecture and seed, with chance, floor
     and the learned level. Right: Post-LN's validation curves, every seed."""
     wh = wrecs[0].history
-    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6)
+    fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, task=wrecs[0].task)
     for k, a in enumerate(archs):
         c = PALETTE.get(a, "k")
         xs = np.arange(len(w_names)) + 0.08 * (k - 1)
@@ -534,7 +534,7 @@ def long_runs_table(at_best: dict, budget: int) -> str:
 def lr_sensitivity_figure(P, lrecs, archs, warms, depths):
     """Final loss against learning rate, one panel per warmup × depth (tfx.book.plot)."""
     fig, axes = figure(P, ncols=len(depths), nrows=len(warms), width=9.4,
-                       height=3.0 * len(warms), sharey=True)
+                       height=3.0 * len(warms), sharey=True, task=lrecs[0].task)
     axes = np.array(axes).reshape(len(warms), len(depths))
     for i, w in enumerate(warms):
         for j, dp in enumerate(depths):
@@ -548,7 +548,7 @@ def lr_panels_figure(P, recs, archs, axis: str, variants, title=str):
     """Final loss against learning rate, one panel per variant of ``axis`` (a width, a depth),
     every architecture in ``archs`` on each (:func:`tfx.book.plot.lr_curves`); ``title`` names
     a panel from its variant."""
-    fig, axes = figure(P, ncols=len(variants), width=9.4, height=3.2, sharey=True)
+    fig, axes = figure(P, ncols=len(variants), width=9.4, height=3.2, sharey=True, task=recs[0].task)
     for ax, v in zip(np.atleast_1d(axes), variants):
         lr_curves(ax, results.select(recs, **{axis: v}), archs, title=title(v))
     np.atleast_1d(axes)[0].legend(fontsize=7)
