@@ -123,3 +123,36 @@ def test_the_interval_and_diagnostics_tables_render_exactly():
         "| scheme | rel. ‖ΔF‖², random δ | rel. ‖ΔF‖², one Adam step | Σβ²_ii "
         "| decoder gradient, bottom/top |\n"
         "|---|---|---|---|---|\n| Post-LN (Xavier) | 0.0123 | 0.000123 | 3.14 | 12.3 |")
+
+
+def test_warm_baseline_values_read_each_schemes_best_rate_and_the_registered_verdicts():
+    """Chapters 8 and 9's numbers for experiments/warm-baselines.toml: each scheme's best rate
+    and outcomes there, each Post-LN warmup's length from its records, and each registered
+    comparison's verdict as the registry declares it."""
+    from tfx.book import evidence
+
+    recs = results.load("warm-baselines", "book")
+    if not recs:
+        pytest.skip("no recorded warm-baselines sweep in the book profile")
+    for claim, scheme in (("TF-2", "T-Fixup"), ("LP-3", "Lipschitz")):
+        v = fp.warm_baseline_values(recs, recs, claim)
+        for w in ("100", "300"):
+            assert v[f"warmup-{w}"] == int(w)
+            best, _ = effects.runs_at_best_rate(recs, scheme=f"Post-LN, warmup {w}")
+            assert v[f"rate-{w}"] == best.variant
+            c = next(c for c in evidence.BY_CLAIM[claim] if c.b == f"Post-LN, warmup {w}")
+            assert v[f"vs-{w}-verdict"] == c.expected
+            assert v[f"vs-{w}-mean"] == pytest.approx(c.effect(recs).mean)
+        assert v[f"outcomes-{scheme}"].endswith(f"of {len({r.seed for r in recs})}")
+        assert v["runs"] == len(recs)
+
+
+def test_lr_figure_is_stamped_with_its_records_task_not_the_profiles():
+    recs = results.load("warm-baselines", "quick")
+    if not recs:
+        pytest.skip("no recorded warm-baselines sweep in the quick profile")
+    assert recs[0].task != P.task
+    schemes = list(dict.fromkeys(r.point["scheme"] for r in recs))
+    fig = fp.lr_figure(P, recs, "scheme", {"all": schemes}, fp.WARM_BASELINE_COLORS)
+    texts = [t.get_text() for t in fig.texts]
+    assert any(t.endswith(f"task: {recs[0].task}") for t in texts), texts

@@ -339,3 +339,23 @@ def test_deep_figure_draws_every_architecture_at_every_rate_and_at_its_best_rate
         best = effects.best_rate(recs, architecture=a).variant
         assert f"{a} (lr {best})" in labels
     plt.close(fig)
+
+
+@pytest.mark.parametrize("figure_of", [
+    lambda recs: pages.lr_panels_figure(P, recs, ["Post-LN", "Pre-LN"], "depth",
+                                        sorted({r.point["depth"] for r in recs})),
+    lambda recs: pages.depth_figure(P, recs, ["Post-LN", "Pre-LN"],
+                                    sorted({r.point["depth"] for r in recs}), 1.5),
+], ids=["lr_panels_figure", "depth_figure"])
+def test_a_sweep_figure_is_stamped_with_its_records_task_not_the_profiles(figure_of):
+    """depth-rates trains on the noisy reverse task while the quick profile's task is the plain
+    reverse task: the stamp says what the records trained on (it used to say the profile's)."""
+    from tfx.runs import results
+
+    recs = results.load("depth-rates", "quick")
+    if not recs:
+        pytest.skip("no recorded depth-rates sweep in the quick profile")
+    assert recs[0].task != P.task
+    texts = [t.get_text() for t in figure_of(recs).texts]
+    assert any(f"task: {recs[0].task}" in t for t in texts), texts
+    assert not any(t.endswith(f"task: {P.task}") for t in texts), texts
