@@ -359,3 +359,16 @@ def test_a_sweep_figure_is_stamped_with_its_records_task_not_the_profiles(figure
     texts = [t.get_text() for t in figure_of(recs).texts]
     assert any(f"task: {recs[0].task}" in t for t in texts), texts
     assert not any(t.endswith(f"task: {P.task}") for t in texts), texts
+
+
+def test_wu3_contrast_pairs_post_lns_extra_fall_against_pre_lns_seed_by_seed():
+    post = {"gradient": paired({0: 2.0, 1: 1.8, 2: 2.2}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher"),
+            "update": paired({0: 0.5, 1: 0.4, 2: 0.6}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")}
+    same = pages.wu3_contrast(post, post)
+    assert all(e.mean == 0 and e.verdict != "reproduces" for e in same.values())
+    pre = {"gradient": paired({0: 0.5, 1: 0.6, 2: 0.7}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher"),
+           "update": post["update"]}
+    ctl = pages.wu3_contrast(post, pre)
+    assert ctl["gradient"].diffs == pytest.approx({0: 1.5, 1: 1.2, 2: 1.5})
+    assert ctl["gradient"].verdict == "reproduces"
+    assert ctl["gradient"].unit == "decades" and ctl["update"].mean == 0

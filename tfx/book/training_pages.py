@@ -395,6 +395,16 @@ def wu3_effects(first, none, warm) -> dict:
             for k, what in enumerate(("gradient", "update"))}
 
 
+def wu3_contrast(post: dict, pre: dict) -> dict:
+    """Is WU-3's collapse Post-LN's? Per measure ("gradient", "update"), Post-LN's extra fall
+    without warmup (:func:`wu3_effects`) minus Pre-LN's, paired by seed; 'higher' when the
+    collapse is Post-LN's more than any Transformer's under Adam."""
+    from ..runs import effects
+
+    return {k: effects.paired(post[k].diffs, pre[k].diffs, "higher", a="Post-LN", b="Pre-LN",
+                              unit="decades") for k in post}
+
+
 # --------------------------------------------------------------------------- chapter 12
 def _depth_losses(rs, top):
     return _final_or_top(rs, top)
