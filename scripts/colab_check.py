@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COLAB = ["numpy", "matplotlib", "sympy", "ipywidgets", "ipykernel"]  # + torch, pinned below
+WHEEL_BUDGET_MB = 30  # what a Colab reader downloads: records included (issue 41)
 TESTS = ["pytest", "nbval", "myst-nb"]  # the runner, not something a chapter imports
 IMPORT_ALL = r"""
 import importlib, pkgutil, tfx
@@ -71,7 +72,12 @@ def main(argv=None) -> int:
         sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "wheel", ROOT,
            stdout=subprocess.DEVNULL)
         wheel = next((work / "wheel").glob("tfx_book-*.whl"))
-        print(f"==> {wheel.name}: {wheel.stat().st_size / 1e6:.1f} MB (issue 41's target: 30)", flush=True)
+        size_mb = wheel.stat().st_size / 1e6
+        print(f"==> {wheel.name}: {size_mb:.1f} MB (budget {WHEEL_BUDGET_MB} MB)", flush=True)
+        if size_mb > WHEEL_BUDGET_MB:
+            sys.exit(f"colab-check: the wheel is {size_mb:.1f} MB, over its {WHEEL_BUDGET_MB} MB budget (a Colab "
+                     "reader downloads it): leave more unread per-step lists out of the shipped records "
+                     "(tfx.runs.shipped.UNREAD_HISTORY) or log fewer steps in the sweeps that grew it")
         print("==> a clean venv with what Colab has, then the wheel (non-editable)", flush=True)
         sh(sys.executable, "-m", "venv", work / "venv")
         py = work / "venv" / "bin" / "python"

@@ -1,8 +1,11 @@
 """What a pip install carries for a reader with no checkout: tfx.runs.shipped."""
 from __future__ import annotations
 
-import gzip
+import dataclasses
+import json
 import lzma
+import re
+import shutil
 
 import pytest
 
@@ -12,36 +15,64 @@ from tfx.runs.experiment import Experiment
 ROOT = shipped.checkout_root()
 
 
-def test_ship_copies_experiments_and_book_and_full_results_compressed(tmp_path):
+def test_ship_copies_experiments_and_book_and_full_results_thinned(tmp_path):
     src = tmp_path / "src"
     (src / "experiments").mkdir(parents=True)
     (src / "results").mkdir()
     (src / "experiments" / "a.toml").write_text("seeds = 1\n")
     (src / "results" / "a.book.jsonl").write_text('{"x": 1}\n')
-    (src / "results" / "a.full.shard-0-of-2.jsonl").write_text('{"x": 2}\n')
+    (src / "results" / "a.full.shard-0-of-2.jsonl").write_text('{"x": 2}\n{"torn":\n')
     (src / "results" / "a.quick.jsonl").write_text('{"x": 3}\n')  # made by the tests: not shipped
     sealed = src / "results" / "a.book.20261128T1030Z-0123abcd.jsonl.xz"
-    sealed.write_bytes(lzma.compress(b'{"x": 4}\n'))
+    history = {"step": [1, 2], "loss": [2.5, 0.1 + 0.2], "acc": [0.1, 0.2], "log_z_absmax": [7.6, 7.7]}
+    sealed.write_bytes(lzma.compress(json.dumps({"x": 4, "history": history}).encode() + b"\n"))
     written = shipped.ship(src, tmp_path / "one")
     assert sorted(written) == ["experiments/a.toml", "results/a.book.20261128T1030Z-0123abcd.jsonl.xz",
-                               "results/a.book.open.jsonl.gz", "results/a.full.shard-0-of-2.open.jsonl.gz"]
-    assert gzip.decompress((tmp_path / "one/results/a.book.open.jsonl.gz").read_bytes()) == b'{"x": 1}\n'
-    assert (tmp_path / "one/results" / sealed.name).read_bytes() == sealed.read_bytes()  # as it is
+                               "results/a.book.open.jsonl.xz", "results/a.full.shard-0-of-2.open.jsonl.xz"]
+    out = tmp_path / "one" / "results"
+    assert lzma.decompress((out / "a.book.open.jsonl.xz").read_bytes()) == b'{"x":1}\n'
+    # a torn line stays, for the reader to skip and name
+    assert lzma.decompress((out / "a.full.shard-0-of-2.open.jsonl.xz").read_bytes()) == b'{"x":2}\n{"torn":\n'
+    # the unread per-step lists are left out; every other number is the same float
+    thinned = json.loads(lzma.decompress((out / sealed.name).read_bytes()))
+    assert thinned == {"x": 4, "history": {"step": [1, 2], "loss": [2.5, 0.1 + 0.2]}}
     (tmp_path / "two" / "results").mkdir(parents=True)
     (tmp_path / "two" / "results" / "a.book.jsonl.gz").write_bytes(b"an older build's file")
     shipped.ship(src, tmp_path / "two")  # deterministic: the same bytes again, nothing older left
     assert sorted(p.name for p in (tmp_path / "two" / "results").iterdir()) == sorted(
-        p.name for p in (tmp_path / "one" / "results").iterdir())
-    for name in ("a.book.open.jsonl.gz", "SHA256SUMS"):
-        assert (tmp_path / "one/results" / name).read_bytes() == (tmp_path / "two/results" / name).read_bytes()
+        p.name for p in out.iterdir())
+    for p in out.iterdir():
+        assert (tmp_path / "two" / "results" / p.name).read_bytes() == p.read_bytes()
+
+
+def test_no_module_or_chapter_reads_what_the_wheel_leaves_out():
+    """UNREAD_HISTORY is safe to leave out only while nothing reads it: a module or chapter
+    that names one of these lists (``"acc"``, ``'acc'`` or ``.acc``; outside the code that
+    records them) fails here."""
+    recorders = {"tfx/runs/train.py", "tfx/nn/model.py", "tfx/runs/ensemble.py", "tfx/runs/shipped.py"}
+    sources = [p for p in (ROOT / "tfx").rglob("*.py") if p.relative_to(ROOT).as_posix() not in recorders]
+    sources += list((ROOT / "book").rglob("*.ipynb")) + list((ROOT / "book").rglob("*.md"))
+    for name in shipped.UNREAD_HISTORY:
+        pattern = re.compile(rf"(?<=[\"'.]){re.escape(name)}(?!\w)")
+        readers = [p.relative_to(ROOT).as_posix() for p in sources if pattern.search(p.read_text(encoding="utf-8"))]
+        assert not readers, f"{readers} name history.{name}, which the wheel does not ship: " \
+                            "read it from results/ or take it out of shipped.UNREAD_HISTORY"
+
+
+@pytest.fixture(scope="module")
+def shipped_once(tmp_path_factory):
+    """This checkout's experiments and results shipped once (a wheel build's step)."""
+    dest = tmp_path_factory.mktemp("build") / "shipped"
+    shipped.ship(ROOT, dest)
+    return dest
 
 
 @pytest.fixture
-def installed(tmp_path, monkeypatch):
-    """This checkout's experiments and results shipped into a folder, read as an install
-    with no checkout would read them."""
+def installed(shipped_once, tmp_path, monkeypatch):
+    """That shipped folder (a copy each test may damage), read as an install with no
+    checkout would read it."""
     dest = tmp_path / "shipped"
-    shipped.ship(ROOT, dest)
+    shutil.copytree(shipped_once, dest)
     monkeypatch.setattr(shipped, "SHIPPED", dest)
     monkeypatch.setattr(shipped, "checkout_root", lambda: None)
     monkeypatch.chdir(tmp_path)  # ./results does not exist here
@@ -54,7 +85,10 @@ def test_an_install_reads_the_shipped_experiments_and_results(installed, tmp_pat
     exp = Experiment.load("warmup")
     assert exp.path == str(installed / "experiments" / "warmup.toml")
     recs = results.load("warmup", "book")
-    assert recs and recs == results.read(results.files_for(ROOT / "results", "warmup", "book"))
+    thinned = {name: [] for name in shipped.UNREAD_HISTORY}
+    assert recs and recs == [dataclasses.replace(r, history=dataclasses.replace(r.history, **thinned))
+                             for r in results.read(results.files_for(ROOT / "results", "warmup", "book"))]
+    assert any(r.history.acc for r in results.read(results.files_for(ROOT / "results", "warmup", "book")))
     assert sweep.load_or_run("warmup", "book") == recs  # read, not run
 
 

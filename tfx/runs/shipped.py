@@ -4,23 +4,31 @@ and the recorded results the chapters read.
 A checkout has ``experiments/`` and ``results/`` at its top, and they win: a sweep recorded
 there shows up at once. A wheel (``pip install "tfx-book @ git+…"``) has no checkout, so its
 build copies ``experiments/*.toml`` into ``tfx/shipped/experiments/`` and the recorded
-``results/NAME.{book,full}*`` into ``tfx/shipped/results/`` (sealed batches as they are, an
-open batch gzipped), with a ``SHA256SUMS`` that :func:`shipped_results`
-checks before a chapter reads a byte (``setup.py`` calls :func:`ship`).
+``results/NAME.{book,full}*`` into ``tfx/shipped/results/`` (each batch xz-compressed again
+without the per-step lists no chapter reads, :data:`UNREAD_HISTORY`), with a ``SHA256SUMS``
+that :func:`shipped_results` checks before a chapter reads a byte (``setup.py`` calls
+:func:`ship`). The records in ``results/`` keep every field; only the reader's copy is thinner.
 
 Standard library only: the build runs this file without torch.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
+import json
+import lzma
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the tfx package
 SHIPPED = PACKAGE / "shipped"
 SHIPPED_PROFILES = ("book", "full")  # quick records are made by the tests, never shipped
 SEALED = ".jsonl.xz"  # tfx.runs.results.SEALED (this file runs without torch, so it cannot import it)
+# Per-step lists of a record's history that no chapter or module reads (the accuracy and the
+# largest |log Z| of every logged step: a quarter of the records' bytes). The wheel's copy
+# leaves them out; results/ keeps them. tests/runs/test_shipped.py fails if code names one.
+UNREAD_HISTORY = ("acc", "log_z_absmax")
 
 
 class ShippedDataError(RuntimeError):
@@ -58,8 +66,7 @@ def shipped_results(experiment: str, profile: str) -> list[Path]:
     folder = SHIPPED / "results"
     if not folder.is_dir():
         return []
-    files = sorted({*folder.glob(f"{experiment}.{profile}.*{SEALED}"),
-                    *folder.glob(f"{experiment}.{profile}.*.jsonl.gz")})
+    files = sorted(folder.glob(f"{experiment}.{profile}.*{SEALED}"))
     sums = _sums(folder)
     for f in files:
         if sums.get(f.name) != _sha256(f):
@@ -68,10 +75,36 @@ def shipped_results(experiment: str, profile: str) -> list[Path]:
     return files
 
 
+def _thinned(line: str) -> str:
+    """One results line without the :data:`UNREAD_HISTORY` lists (the same JSON otherwise:
+    json round-trips every float exactly); a line that is not whole JSON (a torn write) is
+    kept as it is, for the reader to skip and name."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return line
+    history = record.get("history") if isinstance(record, dict) else None
+    if isinstance(history, dict):
+        for name in UNREAD_HISTORY:
+            history.pop(name, None)
+    return json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def _ship_batch(source: Path, target: Path) -> None:
+    """``source`` (a sealed ``.jsonl.xz`` or an open ``.jsonl`` batch) thinned into ``target``
+    (``.jsonl.xz``). Deterministic: the same lines give the same bytes."""
+    opened = lzma.open(source, "rt", encoding="utf-8") if source.name.endswith(SEALED) \
+        else open(source, encoding="utf-8")
+    with opened as f:
+        text = "".join(_thinned(line) for line in f)
+    target.write_bytes(lzma.compress(text.encode("utf-8"), preset=6))
+
+
 def ship(source_root, dest) -> list[str]:
-    """Copy ``source_root``'s experiment files and gzip its book/full results into ``dest``
-    (a ``tfx/shipped`` folder of a build), with ``SHA256SUMS``; returns the files written.
-    Deterministic: the same inputs give the same bytes (gzip without a time stamp)."""
+    """Copy ``source_root``'s experiment files and its book/full results into ``dest`` (a
+    ``tfx/shipped`` folder of a build), each batch thinned (:func:`_ship_batch`; an open batch
+    ``NAME.PROFILE.jsonl`` becomes ``NAME.PROFILE.open.jsonl.xz``), with ``SHA256SUMS``;
+    returns the files written. Batches compress on every core (lzma releases the GIL)."""
     source_root, dest = Path(source_root), Path(dest)
     written = []
     exp_out = dest / "experiments"
@@ -84,20 +117,13 @@ def ship(source_root, dest) -> list[str]:
     res_out = dest / "results"
     shutil.rmtree(res_out, ignore_errors=True)  # a build folder reused: no file of an older build stays
     res_out.mkdir(parents=True, exist_ok=True)
-    lines = []
+    jobs = []
     for f in sorted((source_root / "results").glob("*.jsonl")) + sorted((source_root / "results").glob(f"*{SEALED}")):
         if f.name.split(".")[1] not in SHIPPED_PROFILES:
             continue
-        if f.name.endswith(SEALED):  # a sealed batch: as it is
-            target = res_out / f.name
-            shutil.copyfile(f, target)
-        else:  # an open batch: gzipped (fast; no time stamp: the same bytes)
-            target = res_out / (f.name[: -len(".jsonl")] + ".open.jsonl.gz")
-            with open(f, "rb") as src, open(target, "wb") as raw, \
-                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
-                shutil.copyfileobj(src, gz)
-        lines.append(f"{_sha256(target)}  {target.name}")
-        written.append(f"results/{target.name}")
-    (res_out / "SHA256SUMS").write_text("".join(line + "\n" for line in lines))
-    return written
-
+        name = f.name if f.name.endswith(SEALED) else f.name[: -len(".jsonl")] + ".open" + SEALED
+        jobs.append((f, res_out / name))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda job: _ship_batch(*job), jobs))
+    (res_out / "SHA256SUMS").write_text("".join(f"{_sha256(target)}  {target.name}\n" for _, target in jobs))
+    return written + [f"results/{target.name}" for _, target in jobs]
