@@ -113,11 +113,33 @@ def test_gpu_verdicts_judge_what_the_gpu_records_can_read_and_nothing_else():
     registered = [c for comps in evidence.BY_CLAIM.values() for c in comps if c.experiment == "lr-sensitivity"]
     assert [c for c, _ in items] == registered  # every depth it reads is in them
     assert [e.mean for _, e in items] == [c.effect(recs).mean for c in registered]
-    sentence = synthesis.gpu_verdicts_sentence(items)
+    sentence = synthesis.gpu_verdicts_sentence(items, load=lambda name: recs)
     assert sentence.startswith(f"{len(items)} comparisons (WU-1, AD-3) can be read from them: ")
     six = [r for r in recs if r.point["depth"] == "6 layers"]  # no 2+2: the comparisons at 2+2 drop out
     fewer = synthesis.gpu_verdicts(load=lambda name: six if name == "lr-sensitivity" else [])
     assert 0 < len(fewer) < len(items) and all("2+2" not in c.says for c, _ in fewer)
+
+
+def test_the_gpu_sentence_counts_a_converged_comparison_as_not_testable_like_chapter_12():
+    """Chapter 24's sentence and chapter 12's tally read the same GPU records the same way: a
+    converged-quality comparison whose runs still fall is *not testable at this scale*, not the
+    effect's own verdict (the sentence once said 'reversed' where chapter 12 said not testable)."""
+    from tfx.book import evidence
+    from tfx.book.training_pages import verdict_tally
+
+    recs = results_load("lr-sensitivity")
+    quality = next(c for c in evidence.BY_CLAIM["AD-3"] if c.converged and c.experiment == "lr-sensitivity")
+    items = [(quality, quality.effect(recs))]
+    sentence = synthesis.gpu_verdicts_sentence(items, load=lambda name: recs)
+    assert sentence.endswith(verdict_tally([quality.verdict(recs, items[0][1])]))
+    assert quality.verdict(recs) == evidence.NOT_TESTABLE_WORD != items[0][1].verdict
+    assert "not testable at this scale" in sentence
+
+
+def results_load(name):
+    from tfx.runs import results
+
+    return results.load(name, "book")
 
 
 def test_chapter_number():

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
-from .claims import glue_status, status_of
+from .claims import glue_parts, glue_status, part_verdict, status_of
 from .notebook import glue, glue_figure, md, md_table  # noqa: F401 (chapters call lm_pages.glue_figure)
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, OUTCOME_COLORS, color, effects_figure,
                    effects_plot, figure, lr_curves)
@@ -193,14 +193,16 @@ def warmup_summary(lm1, layers: int) -> str:
 
 
 def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str) -> str:
-    """Glue LM-1's evidence table, status (both halves), claims-page line and the one-line
-    warmup summary ``warmup-summary-14``; returns the status."""
+    """Glue LM-1's evidence table, its halves (``parts-LM-1``: init, the LM's own depth-law fit,
+    a pre-set test that fails as *reversed*; training, the registered comparisons) and status,
+    claims-page line and the one-line warmup summary ``warmup-summary-14``; returns the status."""
     glue("lm1-evidence", md(effects_table(lm1)))
-    init_verdict = "reproduces" if same else "not resolved at this scale"
-    lm1_status = status_of([init_verdict] + [e.verdict for _, e in lm1])
+    init_verdict = part_verdict(bool(lm_fit["holds"]))
+    init = ("init", "Σβ²_ii and the output change grow like N for Post-LN and like ln N for Pre-LN",
+            init_verdict)
+    lm1_status = glue_parts("LM-1", [init, *evidence.part_items((c, e, c.verdict(lrecs, e)) for c, e in lm1)])
     glue("lm1-status", lm1_status)
-    glue("lm1-init-status", init_verdict)  # the init half's verdict, from ``same``
-    glue_status("LM-1", lm1_status)
+    glue("lm1-init-status", init_verdict)  # the init half's verdict, from the LM's own fit
     init_text = "follows Theorem 2's laws" if same else "does not follow every law of Theorem 2"
     glue("claim-LM-1", f"at init, the output change {init_text} (R² "
          f"{lm_fit['r2_post_n']:.2f} against N for Post-LN; Pre-LN {lm_fit['r2_pre_log']:.2f} "

@@ -205,15 +205,18 @@ def gpu_verdicts(load=None) -> list:
     return gpu_effects(gpu, claims=tuple(evidence.BY_CLAIM))
 
 
-def gpu_verdicts_sentence(items) -> str:
-    """'4 comparisons (AD-3, WU-1) can be read from them: 3 of 4 reproduce, 1 is reversed',
-    or that none can be read yet, from :func:`gpu_verdicts`."""
+def gpu_verdicts_sentence(items, load=None) -> str:
+    """'4 comparisons (AD-3, WU-1) can be read from them: 3 of 4 reproduce, 1 is not testable
+    at this scale', or that none can be read yet, from :func:`gpu_verdicts`; each verdict as
+    :meth:`tfx.book.evidence.Comparison.verdict` gives it on the GPU records (``load``, as for
+    :func:`gpu_verdicts`): a converged-quality comparison on runs still falling is not testable."""
     from .training_pages import verdict_tally
 
     if not items:
         return "no registered comparison can be read from them yet"
+    load = load or _full_records
     claims = ", ".join(dict.fromkeys(c.claim for c, _ in items))
     n = len(items)
     return (f"{n} comparison{'s' if n != 1 else ''} ({claims}) can be read from them: "
-            f"{verdict_tally(e for _, e in items)}")
+            f"{verdict_tally(c.verdict(load(c.experiment), e) for c, e in items)}")
 
