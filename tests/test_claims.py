@@ -1032,6 +1032,44 @@ def test_OP_1_language_model_half_finds_few_spikes_and_no_update_norm_precursor(
     assert all(abs(before[s] - overall[s]) < 0.05 for s in before)
 
 
+# ============================================================== controls (issue 40, item 4)
+@pytest.mark.parametrize("k", range(len(evidence.CONTROLS)),
+                         ids=[f"{c.claim}-{c.experiment}" for c in evidence.CONTROLS])
+def test_each_registered_control_gives_its_declared_verdict_and_counts_in_no_status(k):
+    """A control's verdict, recomputed from the records, is the one the registry declares; it
+    is not among the comparisons a claim's status is judged on."""
+    c = evidence.CONTROLS[k]
+    recs = _load(c.experiment)
+    got = c.verdict(recs)
+    assert got == c.expected, f"control {c.claim} ({c.says}): the records give {got!r}, declared {c.expected!r}"
+    assert c not in evidence.BY_CLAIM.get(c.claim, [])
+
+
+@pytest.mark.parametrize("k", range(len(evidence.LIVE_CONTROLS)),
+                         ids=[f"{c.claim}-{c.key}" for c in evidence.LIVE_CONTROLS])
+def test_each_live_control_shows_its_declared_verdict_on_its_page(k):
+    """A control a chapter computes live: the verdict its saved output glues is the declared one
+    (a chapter re-executed with another result fails here until the registry says so)."""
+    from tfx.book import claims
+
+    c = evidence.LIVE_CONTROLS[k]
+    saved = claims.glued_text(ROOT / "book" / f"{c.chapter}.ipynb", c.key)
+    assert saved == c.expected, f"{c.chapter} glues {c.key}={saved!r}; evidence.LIVE_CONTROLS declares {c.expected!r}"
+
+
+def test_a_control_declared_with_a_verdict_it_does_not_show_fails(monkeypatch):
+    """Counter-example: the two checks above can fail."""
+    control, live = evidence.CONTROLS[0], evidence.LIVE_CONTROLS[0]
+    wrong = "reversed" if control.expected != "reversed" else "reproduces"
+    monkeypatch.setattr(evidence, "CONTROLS", [dataclasses.replace(control, expected=wrong)])
+    with pytest.raises(AssertionError, match="declared"):
+        test_each_registered_control_gives_its_declared_verdict_and_counts_in_no_status(0)
+    wrong = "reversed" if live.expected != "reversed" else "reproduces"
+    monkeypatch.setattr(evidence, "LIVE_CONTROLS", [dataclasses.replace(live, expected=wrong)])
+    with pytest.raises(AssertionError, match="declares"):
+        test_each_live_control_shows_its_declared_verdict_on_its_page(0)
+
+
 # ============================================================== the chapters are not stale
 def test_every_glued_claim_line_and_status_recomputes_from_the_records():
     """Issue 40: a chapter's saved `claim-<ID>` line (the claims page's measurement) must still

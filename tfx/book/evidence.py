@@ -735,6 +735,67 @@ BY_CLAIM: dict = {}
 for _c in COMPARISONS:
     BY_CLAIM.setdefault(_c.claim, []).append(_c)
 
+# Controls: comparisons a page's conclusion needs beside a claim's verdicts (issue 40; book/method.md).
+# Each was read before it was written here, so none is evidence: a control is shown on its page and
+# pinned by tests/test_claims.py (``expected``), never counted in a claim's status (it is not in
+# BY_CLAIM). The ones a chapter computes live, with no records, are in LIVE_CONTROLS below.
+CONTROLS: list = [
+    # WU-2: is Pre-LN's lead over Post-LN-with-warmup the warmup's or the architecture's? The same
+    # warmup on both sides (chapter 11)
+    Comparison("WU-2", "Pre-LN with warmup gets lower sooner than Post-LN with the same warmup", "warmup-fixes",
+               "fix", "Pre-LN, Adam, warmup", "Post-LN, Adam, warmup", "lower", measure="mean held-out loss",
+               expected="reproduces"),
+    # GV-2: what a Pre-LN decoder alone buys deep Post-LN (chapter 12): at the depth sweep's one rate,
+    # and each architecture at its own best of six rates
+    Comparison("GV-2", "at 6+6 layers with warmup, a Post-LN encoder with a Pre-LN decoder ends lower than "
+                       "Post-LN", "depth", "architecture", "Post-LN enc / Pre-LN dec", "Post-LN", "lower",
+               {"depth": "6 layers"}, expected="reproduces"),
+    Comparison("GV-2", "at 6+6 layers with warmup, each at its own best of six rates, a Post-LN encoder with a "
+                       "Pre-LN decoder ends lower than Post-LN", "depth-rates", "architecture",
+               "Post-LN enc / Pre-LN dec", "Post-LN", "lower", {"depth": "6 layers"}, own_rate=True,
+               expected="reproduces"),
+]
+
+
+def control(claim: str, experiment: str) -> Comparison:
+    """The control of :data:`CONTROLS` registered for ``claim`` on ``experiment``."""
+    found = [c for c in CONTROLS if (c.claim, c.experiment) == (claim, experiment)]
+    if len(found) != 1:
+        raise ValueError(f"no single control for claim={claim!r} on experiment={experiment!r} (registered: "
+                         f"{', '.join(f'{c.claim} on {c.experiment}' for c in CONTROLS)})")
+    return found[0]
+
+
+@dataclass(frozen=True)
+class LiveControl:
+    """A control a chapter computes in its own cells (a short retrain or a theory run, no
+    records): the glued verdict its stored output must show, pinned by tests/test_claims.py.
+    (TF-1's and DN-1's SGD step are also a part of their claim's status, glued by the chapter.)"""
+
+    claim: str
+    says: str
+    chapter: str  # the notebook's stem: '11-warmup-adam'
+    key: str  # the glue name of the verdict in that chapter
+    expected: str
+
+
+LIVE_CONTROLS: list = [
+    LiveControl("WU-3", "without warmup, Post-LN's embedding gradient falls further than Pre-LN's in the first "
+                        "steps (the difference of the two falls, paired by seed)", "11-warmup-adam",
+                "wu3-ctl-grad-verdict", "reproduces"),
+    LiveControl("WU-3", "without warmup, Post-LN's update falls further than Pre-LN's in the first steps",
+                "11-warmup-adam", "wu3-ctl-upd-verdict", "reproduces"),
+    LiveControl("AM-2", "Post-LN's output change grows faster with depth under Adam's aligned updates than under "
+                        "the same step sizes with random signs", "06-amplification",
+                "am_signs_verdict_post", "reproduces"),
+    LiveControl("AM-2", "the same for Pre-LN: the same step sizes with random signs grow more slowly with depth",
+                "06-amplification", "am_signs_verdict_pre", "reproduces"),
+    LiveControl("TF-1", "after one SGD step (no Adam), T-Fixup's output change does not grow with depth",
+                "08-t-fixup", "tf1_sgd_vs_flat_verdict", "reversed"),
+    LiveControl("DN-1", "after one SGD step (no Adam), DeepNorm's output change does not grow with depth",
+                "10-rezero-deepnorm", "dn1_sgd_vs_flat_verdict", "reversed"),
+]
+
 # Comparisons registered, with their directions, before their sweep has a record: the criteria are
 # fixed before the data (book/method.md). They join COMPARISONS, and their claims' verdicts, in the
 # change that lands the sealed records; until then no chapter reads them (tests/test_claims.py
