@@ -809,6 +809,11 @@ REVISED_MEASURES = ("centred LR sensitivity", "log Z drift", "log10 stream growt
 AWAITING: list = [
     dataclasses.replace(c, says=f"on fresh seeds: {c.says}", experiment=f"{c.experiment}-fresh", expected="")
     for c in COMPARISONS if c.measure in REVISED_MEASURES
+] + [
+    # WU-2 on a task with a floor above zero (experiments/warmup-fixes-noisy.toml): on reverse, both
+    # Pre-LN runs end near 0.00 nats and cannot end apart
+    dataclasses.replace(c, says=f"on a task with a floor: {c.says}", experiment="warmup-fixes-noisy", expected="")
+    for c in COMPARISONS if c.experiment == "warmup-fixes"
 ]
 
 # Claims the book's scale cannot test, with why (shown on the claims page beside the measurement).
