@@ -51,6 +51,8 @@ def test_learning_rate_grids_bracket_each_groups_best_rate(name):
         pytest.skip(f"{name} has no learning-rate axis")
     if name in RATES_FROM:
         pytest.skip(f"{name} runs rates picked from {RATES_FROM[name][0]}'s bracketed grid (tested below)")
+    if name in FRESH_CELLS_OF:
+        pytest.skip(f"{name} reruns cells of {FRESH_CELLS_OF[name]}'s grid on fresh seeds (tested below)")
     if name in RECIPE_RATE_FROM:
         pytest.skip(f"{name} runs its recipe's best rate from {RECIPE_RATE_FROM[name][0]}'s bracketed grid "
                     "and a multiple of it, not a grid (tested below)")
@@ -103,6 +105,26 @@ def test_the_loader_never_reads_a_sweep_in_progress(tmp_path):
 # A sweep that is not a learning-rate search: it reruns a few rates picked from another
 # sweep's bracketed grid (longer, or at another size). Its bracket is its source's: the rates it
 # runs must hold the source's best rate of the architecture it asks about.
+# Sweeps that rerun some cells of another sweep's book grid on fresh seeds (the cells a
+# registered comparison reads, at its fixed rate: experiments/*-fresh.toml): no grid of their
+# own to bracket. The test below checks that each run is one of its parent's cells, seeds aside.
+FRESH_CELLS_OF = {"logits-fresh": "logits", "placements-fresh": "placements"}
+
+
+@pytest.mark.parametrize("name", sorted(FRESH_CELLS_OF))
+def test_a_sweep_of_fresh_cells_reruns_its_parents_cells_on_new_seeds(name):
+    recs = results.load(name, "book", ROOT / "results")
+    if not recs:
+        pytest.skip(f"results/{name}.book.jsonl is not recorded yet")
+    parent = results.load(FRESH_CELLS_OF[name], "book", ROOT / "results")
+    assert not {r.seed for r in recs} & {r.seed for r in parent}, "fresh seeds must be new seeds"
+    for r in recs:
+        cell = [p for p in parent if p.point == r.point]
+        assert cell, f"{name}: {r.point} is not a cell of {FRESH_CELLS_OF[name]}'s book grid"
+        assert cell[0].config == r.config, (r.point, "model configs differ")
+        assert cell[0].train_config.replace(seed=r.seed) == r.train_config, (r.point, "train configs differ")
+
+
 RATES_FROM = {
     # 3× longer at 6+6: does Post-LN recover (slow) or plateau (failed)? (chapter 12)
     "long-runs": ("lr-sensitivity", {"depth": "6 layers"}, "Post-LN"),

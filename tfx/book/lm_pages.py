@@ -290,19 +290,20 @@ def judge(claim: str, lrecs, profile: str) -> list:
     """A claim's registered comparisons (:mod:`tfx.book.evidence`) with their effects;
     glues ``claim-<ID>``, ``status-<ID>``, ``<id>-status`` and ``<id>-evidence`` (a table).
     A profile whose grid lacks a rate the registry reads (quick) gets the comparisons it
-    recorded."""
-    def load(*_):
-        return lrecs
+    recorded. A comparison on another sweep (the same design on fresh seeds) reads that
+    sweep's book records."""
+    def load(name, *_):
+        return lrecs if name == lrecs[0].experiment else evidence.records(name)
 
     comps = evidence.BY_CLAIM[claim]
-    here = [c for c in comps if results.select(lrecs, **c.point)]
+    here = [c for c in comps if results.select(load(c.experiment), **c.point)]
     key = claim.lower().replace("-", "")
     if len(here) == len(comps):
         evidence.glue_claim(claim, profile, load=load)
         glue(f"{key}-status", evidence.status(claim, profile, load=load))
         pairs = evidence.evaluate(claim, profile, load=load)
     else:
-        pairs = [(c, c.effect(lrecs)) for c in here]
+        pairs = [(c, c.effect(load(c.experiment))) for c in here]
         judged = claim not in evidence.NOT_TESTABLE and pairs
         status = (status_of([e.verdict for _, e in pairs]) if judged
                   else "not testable at this scale")
