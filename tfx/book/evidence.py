@@ -908,6 +908,15 @@ def records(experiment: str, profile: str = "book") -> list:
     return recs
 
 
+def reading(recs):
+    """A ``load`` for the functions below that reads ``recs`` (a chapter's records of one sweep,
+    in its own profile) for their own experiment and the book records (:func:`records`) for any
+    other: a claim's comparisons on another sweep (the same design on fresh seeds, on a task with
+    a floor) read that sweep, never these."""
+    name = recs[0].experiment
+    return lambda experiment, *_: recs if experiment == name else records(experiment)
+
+
 def evaluate(claim: str, profile: str = "book", load=records) -> list[tuple[Comparison, Effect]]:
     """Every comparison registered for ``claim`` with its effect, from the recorded sweeps."""
     if claim not in BY_CLAIM:

@@ -6,7 +6,7 @@ glued numbers, the tables of per-seed values, the figures' drawing code, the ver
 strings for the claims page — lives here, one function per job, so that it is tested
 (``tests/book/test_lm_pages.py``) and the chapter reads like a book::
 
-    lm1 = evidence.evaluate("LM-1", CPU, load=lambda *_: lrecs)
+    lm1 = evidence.evaluate("LM-1", CPU, load=evidence.reading(lrecs))
     glue("lm1-evidence", lm_pages.md(tables.effects_table(lm1)))  # a table, not a verdict
 
 Nothing here decides whether a run learned (:mod:`tfx.runs.outcome` does) or whether a
@@ -207,7 +207,7 @@ def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str)
     glue("claim-LM-1", f"at init, the output change {init_text} (R² "
          f"{lm_fit['r2_post_n']:.2f} against N for Post-LN; Pre-LN {lm_fit['r2_pre_log']:.2f} "
          f"against ln N, {lm_fit['r2_pre_n']:.2f} against N); trained: "
-         f"{evidence.describe('LM-1', profile, load=lambda *_: lrecs)}")
+         f"{evidence.describe('LM-1', profile, load=evidence.reading(lrecs))}")
     warm, gap = lm1[0][1], lm1[-1][1]
     for key, e in (("lm1-warm", warm), ("lm1-gap", gap)):
         glue(f"{key}-mean", e.mean)
@@ -292,8 +292,7 @@ def judge(claim: str, lrecs, profile: str) -> list:
     A profile whose grid lacks a rate the registry reads (quick) gets the comparisons it
     recorded. A comparison on another sweep (the same design on fresh seeds) reads that
     sweep's book records."""
-    def load(name, *_):
-        return lrecs if name == lrecs[0].experiment else evidence.records(name)
+    load = evidence.reading(lrecs)
 
     comps = evidence.BY_CLAIM[claim]
     here = [c for c in comps if results.select(load(c.experiment), **c.point)]
