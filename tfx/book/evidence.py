@@ -749,6 +749,7 @@ _LATER = ([dataclasses.replace(c, says=f"on fresh seeds: {c.says}", experiment=f
 LANDED = {
     "logits-fresh": ("not resolved at this scale",),
     "warmup-fixes-noisy": ("reproduces", "reversed", "reversed"),
+    "placements-fresh": ("reversed", "reversed", "reproduces"),
 }
 COMPARISONS += [dataclasses.replace(c, expected=LANDED[c.experiment][[d.experiment for d in _LATER][:k].count(
                     c.experiment)]) for k, c in enumerate(_LATER) if c.experiment in LANDED]
