@@ -752,8 +752,9 @@ LANDED = {
     "placements-fresh": ("reversed", "reversed", "reproduces"),
     "op-depth-fresh": ("not resolved at this scale",),
 }
-COMPARISONS += [dataclasses.replace(c, expected=LANDED[c.experiment][[d.experiment for d in _LATER][:k].count(
-                    c.experiment)]) for k, c in enumerate(_LATER) if c.experiment in LANDED]
+_declared = {name: iter(verdicts) for name, verdicts in LANDED.items()}
+COMPARISONS += [dataclasses.replace(c, expected=next(_declared[c.experiment]))
+                for c in _LATER if c.experiment in LANDED]
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:
     BY_CLAIM.setdefault(_c.claim, []).append(_c)
