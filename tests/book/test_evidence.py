@@ -243,3 +243,24 @@ def test_steps_to_the_learned_line_are_censored_at_the_budget_and_the_share_is_r
 
 def test_seed_cells_give_each_seeds_end_loss_and_the_outcomes():
     assert evidence.seed_cells(_grid(BEST, FLOOR, seeds=3)[:3]) == ("2.50 / 2.51 / 2.50", "learned 3/3")
+
+
+def test_a_control_moves_along_the_axes_it_is_given():
+    """evidence.control(..., depth=…): the registered control at another point of the same sweep
+    (a smaller profile's deepest depth); without a point, the registered one itself."""
+    c = evidence.control("GV-2", "depth")
+    assert c is evidence.CONTROLS[[k.experiment for k in evidence.CONTROLS].index("depth")]
+    moved = evidence.control("GV-2", "depth", depth="2 layers")
+    assert moved.point == {**c.point, "depth": "2 layers"} and moved.point != c.point
+    with pytest.raises(ValueError, match="no single control"):
+        evidence.control("GV-2", "nope")
+
+
+def test_reading_gives_a_chapters_records_for_their_sweep_and_the_book_records_for_another():
+    class Rec:
+        experiment = "depth"
+
+    mine = [Rec()]
+    load = evidence.reading(mine)
+    assert load("depth", "quick") is mine
+    assert load("depth-rates", "quick") == evidence.records("depth-rates")
