@@ -24,6 +24,7 @@
 #   WHEEL_LIST   what may be missing [scripts/gpu_wheels.txt]
 #   MINUTES      the burst, installation and bench included [9]
 #   JOBS         runs trained at once [8]
+#   ENSEMBLE     up to this many compatible runs trained as one program (tfx.sweep --ensemble) [1]
 #   EXPERIMENTS  names of experiments/*.toml, in order [tfx.runs.cost.GPU_PLAN]
 #   RECORDS      the folder of records already made: its full-profile files and LINEAGE.jsonl [results]
 #   BENCH        auto | always | never [auto]
@@ -42,6 +43,7 @@ WHEELS=${WHEELS:-$REPO/.gpu-wheels}
 WHEEL_LIST=${WHEEL_LIST:-$REPO/scripts/gpu_wheels.txt}
 MINUTES=${MINUTES:-9}
 JOBS=${JOBS:-8}
+ENSEMBLE=${ENSEMBLE:-1}
 RECORDS=${RECORDS:-$REPO/results}
 BENCH=${BENCH:-auto}
 BENCH_ARGS=${BENCH_ARGS:-"--size custom --d-model 512 --heads 8 --layers 6 --batch 128 --length 32 --vocab 10000 --placements pre,post --rounds 10"}
@@ -50,6 +52,7 @@ FIXTURE=${FIXTURE:-0}
 case "$BENCH" in auto|always|never) ;; *) die "BENCH=$BENCH must be auto, always or never" ;; esac
 case "$FIXTURE" in 0|1) ;; *) die "FIXTURE=$FIXTURE must be 0 or 1" ;; esac
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "JOBS=$JOBS must be an integer ≥ 1"
+[[ "$ENSEMBLE" =~ ^[1-9][0-9]*$ ]] || die "ENSEMBLE=$ENSEMBLE must be an integer ≥ 1"
 [[ "$MINUTES" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "MINUTES=$MINUTES must be a number of minutes"
 command -v "$PYTHON" >/dev/null || die "PYTHON=$PYTHON is not a command"
 [ -f "$WHEEL_LIST" ] || die "WHEEL_LIST=$WHEEL_LIST does not exist"
@@ -146,7 +149,7 @@ if "$PYTHON" -c "import sys; sys.exit(not $left >= 0.5)"; then
   echo "== sweep ($(elapsed) s): $EXPERIMENTS within $left min"
   fixture=(); [ "$FIXTURE" = 1 ] && fixture=(--fixture)
   (cd "$WORK" && "$PYTHON" -m tfx.sweep "${paths[@]}" --profile full --budget-minutes "$left" --jobs "$JOBS" \
-     --results "$RES" "${fixture[@]}")
+     --ensemble "$ENSEMBLE" --results "$RES" "${fixture[@]}")
   status=$?
 else
   echo "== no time left for the sweep ($left min)"

@@ -309,17 +309,19 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
 
 
 def ensemble_throughput(size: str = "reverse", placement: str = "post", members: int = 8, steps: int = 6,
-                        warmup: int = 2, device: str | None = None, **custom) -> dict:
+                        warmup: int = 2, device: str | None = None, amp: str | None = None, **custom) -> dict:
     """Runs per hour of ``members`` runs of one size (a book size, or ``custom``: the sizes of
     :func:`train_overhead`, on the reverse task) trained as one ensemble
     (:func:`tfx.runs.ensemble.train_ensemble`) against the same runs trained one after the
-    other with ``tfx.train``, in fp32 on this device's threads. Members differ in seed and lr.
+    other with ``tfx.train``, in ``amp`` (default: bf16 on CUDA, fp32 on a CPU). Members differ in seed and lr.
     Each is timed as (``warmup + steps`` steps − ``warmup`` steps), so set-up and the final
     evaluation cancel out. ``speedup`` = the singles' time ÷ the ensemble's: runs per
-    core-hour gained; ``flop_s`` the aggregate model FLOP/s (members × one step's FLOPs ÷ time)."""
+    core-hour gained; ``flop_s`` the aggregate model FLOP/s (members × one step's FLOPs ÷ time);
+    on a GPU ``util`` divides the ensemble's by the dense bf16 peak (:func:`peak_flops`)."""
     from .ensemble import build_members, train_ensemble
 
     device = pick_device(device)
+    amp = amp or ("bf16" if device.type == "cuda" else "fp32")
     if size == "custom":
         length, vocab, layers = custom["length"], custom["vocab"], custom["layers"]
         task = SyntheticTask("reverse", vocab=vocab - 4, length=length - 1)
@@ -330,7 +332,7 @@ def ensemble_throughput(size: str = "reverse", placement: str = "post", members:
         task_name, model, batch_size = BOOK_SIZES[size]
         task = load_task(task_name)
         cfg = ModelConfig.for_task(task, placement=placement, **model)
-    tc = TrainConfig(batch_size=batch_size, device=str(device), amp_dtype="fp32", eval_batches=1, bleu_sentences=0,
+    tc = TrainConfig(batch_size=batch_size, device=str(device), amp_dtype=amp, eval_batches=1, bleu_sentences=0,
                      log_every=10)
     cfgs = [tc.replace(seed=k, lr=1e-4 * (1 + k)) for k in range(members)]
     sync = _synchronize(device)
@@ -356,8 +358,10 @@ def ensemble_throughput(size: str = "reverse", placement: str = "post", members:
                                                                                   ("ensemble", together))}
     one = build_members(cfg, task, cfgs[:1])[0].to(device)
     flops = members * step_flops(lambda: _loss(one.loss_and_accuracy)(task.batch(0, batch_size).to(device)))
-    return {"size": size, "placement": placement, "members": members, "device": str(device),
+    peak = peak_flops(device)[1] if device.type == "cuda" else float("nan")
+    return {"size": size, "placement": placement, "members": members, "device": str(device), "amp": amp,
             "threads": torch.get_num_threads(), "config": cfg.to_dict(), "batch_size": batch_size,
+            "util": flops / per_step["ensemble"] / peak, "alone_util": flops / per_step["alone"] / peak,
             "alone_ms": 1e3 * per_step["alone"], "ensemble_ms": 1e3 * per_step["ensemble"],
             "alone_flop_s": flops / per_step["alone"], "ensemble_flop_s": flops / per_step["ensemble"],
             "speedup": per_step["alone"] / per_step["ensemble"]}
@@ -367,7 +371,8 @@ def _ensemble_line(r: dict) -> str:
     return (f"  ensemble of {r['members']} ({r['size']}, {r['placement']}, batch {r['batch_size']}): "
             f"{r['ensemble_ms']:.0f} ms a step for all, {r['ensemble_flop_s'] / 1e9:.3g} GFLOP/s; alone, one after "
             f"another: {r['alone_ms']:.0f} ms, {r['alone_flop_s'] / 1e9:.3g} GFLOP/s: {r['speedup']:.2f}× the runs "
-            f"per core-hour")
+            f"per core-hour" + ("" if r["util"] != r["util"] else
+                                f"; {r['util']:.1%} of the dense bf16 peak (alone {r['alone_util']:.1%})"))
 
 
 def _describe(cfg: dict, r: dict) -> str:
@@ -451,7 +456,7 @@ def main(argv=None):
                 print(f"  tfx.train {o['train_steps_s']:.2f} steps/s, bare loop {o['bare_steps_s']:.2f} steps/s: "
                       f"ratio {o['ratio']:.2f} (log_every {o['log_every']})")
             if a.ensemble:
-                e = ensemble_throughput(size, p, a.ensemble, steps=a.ensemble_steps, device=a.device,
+                e = ensemble_throughput(size, p, a.ensemble, steps=a.ensemble_steps, device=a.device, amp=a.amp,
                                         **(custom if size == "custom" else {}))
                 r["ensemble"] = e
                 print(_ensemble_line(e))
