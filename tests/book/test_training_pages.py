@@ -230,6 +230,10 @@ def test_gpu_scale_names_the_layers_width_precision_and_card():
     lm = SimpleNamespace(config=SimpleNamespace(n_enc=8, n_dec=0, d_model=256), amp_dtype=None,
                          device="cuda", device_name="")
     assert pages.gpu_scale([lm]) == "8 layers, d 256, float32 on cuda"
+    deep = SimpleNamespace(config=SimpleNamespace(n_enc=18, n_dec=18, d_model=512), amp_dtype="bfloat16",
+                           device="cuda", device_name="NVIDIA H200")
+    # every depth the records hold, not the first record's alone
+    assert pages.gpu_scale([deep, r, r]) == "6+6 and 18+18 layers, d 512, bfloat16 on NVIDIA H200"
 
 
 def test_a_gpu_figure_is_stamped_with_its_records_profile_card_and_task_not_the_pages():

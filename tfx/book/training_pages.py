@@ -164,10 +164,16 @@ def gpu_verdicts_markdown(gpu: dict, items, cpu: dict | None = None) -> str:
 
 
 def gpu_scale(records) -> str:
-    """'6+6 layers, d 512, bfloat16 on NVIDIA H200': the size and device of GPU records."""
-    r = records[0]
-    layers = f"{r.config.n_enc}+{r.config.n_dec}" if r.config.n_dec else str(r.config.n_enc)
-    return f"{layers} layers, d {r.config.d_model}, {r.amp_dtype or 'float32'} on {_devices(records)}"
+    """'6+6 and 18+18 layers, d 512, bfloat16 on NVIDIA H200': the sizes and device of GPU
+    records, every depth and width they hold (shallowest first)."""
+    def words(values):
+        return " and ".join(str(v) for v in values)
+
+    depths = sorted({(c.n_enc, c.n_dec) for c in (r.config for r in records)})
+    layers = words(f"{e}+{d}" if d else str(e) for e, d in depths)
+    widths = words(sorted({r.config.d_model for r in records}))
+    dtypes = words(sorted({r.amp_dtype or "float32" for r in records}))
+    return f"{layers} layers, d {widths}, {dtypes} on {_devices(records)}"
 
 
 def _devices(records) -> str:

@@ -456,10 +456,15 @@ def main(argv=None):
                 print(f"  tfx.train {o['train_steps_s']:.2f} steps/s, bare loop {o['bare_steps_s']:.2f} steps/s: "
                       f"ratio {o['ratio']:.2f} (log_every {o['log_every']})")
             if a.ensemble:
-                e = ensemble_throughput(size, p, a.ensemble, steps=a.ensemble_steps, device=a.device, amp=a.amp,
-                                        **(custom if size == "custom" else {}))
-                r["ensemble"] = e
-                print(_ensemble_line(e))
+                try:
+                    e = ensemble_throughput(size, p, a.ensemble, steps=a.ensemble_steps, device=a.device,
+                                            amp=a.amp, **(custom if size == "custom" else {}))
+                except RuntimeError as err:  # say so and go on: the rest of the bench still runs
+                    r["ensemble"] = {"error": str(err).splitlines()[0]}
+                    print(f"  ensemble of {a.ensemble}: failed: {r['ensemble']['error']}")
+                else:
+                    r["ensemble"] = e
+                    print(_ensemble_line(e))
             results.append(r)
     return results
 

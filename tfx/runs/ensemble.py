@@ -21,9 +21,8 @@ members' own parameters each step (``torch.stack``, whose backward hands each me
 slice of the gradient), so the leaves the optimisers hold stay each member's ordinary
 ``nn.Parameter``\\ s: one optimiser step (:func:`tfx.nn.optim.take_step`, the one step in tfx)
 over :class:`tfx.nn.optim.Members` steps every member's own optimiser, with the learning rate,
-‖g‖ and its clipping per member. On a CPU attention runs on SDPA's math kernel inside ``vmap``
-(the CPU's fused kernel has no batching rule and would be run once per member); on CUDA on the
-fused kernels (:func:`attention_kernels`).
+‖g‖ and its clipping per member. Attention runs on SDPA's math kernel inside ``vmap``: the
+CPU's fused kernel has no batching rule and would be run once per member.
 
 How exact: a member's step is its single run's step up to rounding (batched matrix products
 sum in another order). In float64, after 12 steps of Post-LN, Pre-LN, Admin and a decoder-only
@@ -77,18 +76,9 @@ UNSUPPORTED = {
     "record_qk_logits": (lambda v: not v, "False"),
 }
 DROPOUT_FIELDS = ("dropout", "attn_dropout", "act_dropout")
-# SDPA's kernels inside vmap, per device type: on a CPU the math one (the CPU's fused kernel has no
-# batching rule: vmap would call it once per member); on CUDA the fused ones first, as a single run
-# uses them (they have batching rules), the math one last. On an H200 (2026-11-30) the math kernel
-# under vmap and bf16 autocast failed in the backward of its softmax ("expected input and grad types
-# to match"): it upcasts bf16 to float there, and the batched backward mixes the two.
-ATTENTION_KERNELS = {"cpu": [SDPBackend.MATH],
-                     "cuda": [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]}
-
-
-def attention_kernels(device: torch.device) -> list:
-    """The SDPA kernels an ensemble's step may use on ``device`` (:data:`ATTENTION_KERNELS`)."""
-    return ATTENTION_KERNELS.get(device.type, ATTENTION_KERNELS["cpu"])
+# SDPA's kernels inside vmap: the math one is batched; the CPU's fused one has no batching rule
+# (vmap would call it once per member)
+ATTENTION_KERNELS = [SDPBackend.MATH]
 
 
 class EnsembleError(ValueError):
@@ -195,8 +185,7 @@ class _Ensemble:
             return functional_call(self.template, (p, b), (src, tgt, smoothing, src_padded, tgt_padded))
 
         amp = self.amp
-        kernels = attention_kernels(self.device)
-        with sdpa_kernel(kernels), torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
+        with sdpa_kernel(ATTENTION_KERNELS), torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
             return vmap(member, in_dims=(0, 0, None if src is None else 0, 0),
                         randomness=self.randomness)(params, buffers, src, tgt)
 
