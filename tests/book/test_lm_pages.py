@@ -43,6 +43,20 @@ def test_gpu_section_says_the_gpu_runs_are_not_in_yet_and_shows_nothing(monkeypa
     assert "not in yet" in glued["lg-gpu-note"]
 
 
+def test_gpu_section_says_how_many_of_the_planned_runs_are_in(monkeypatch):
+    """The LM's GPU sweep, part-run (the H200 burst of 2026-11-30 ran 8 of its 40 runs): the
+    note counts them; all of them in, it says nothing of the kind."""
+    glued = {}
+    monkeypatch.setattr(lm_pages, "glue", lambda k, v, **_: glued.__setitem__(k, v))
+    recs = results.load("lm", "full")
+    if not recs:
+        pytest.skip("no GPU records of experiments/lm.toml")
+    lm_pages.gpu_section(recs[:8], rows="placement", cols="lr", key="lm-gpu-note")
+    assert glued["lm-gpu-note"].endswith(", 8 of its 40 runs so far (the rest wait for a GPU):")
+    lm_pages.gpu_section(recs[:8] * 5, rows="placement", cols="lr", key="lm-gpu-note")
+    assert "so far" not in glued["lm-gpu-note"]
+
+
 @pytest.fixture(scope="module")
 def logits_records():
     recs = results.load("logits", "book")

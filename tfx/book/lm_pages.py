@@ -44,7 +44,11 @@ def gpu_section(rs, rows: str, cols: str, key: str):
         glue(key, "The GPU runs of this sweep are not in yet; the box at the end of the page "
                   "says how to run them.")
         return None
-    glue(key, "The same sweep at the GPU's size (the full profile):")
+    from ..runs.experiment import Experiment
+
+    planned = len(Experiment.load(rs[0].experiment).runs("full"))
+    so_far = "" if len(rs) >= planned else f", {len(rs)} of its {planned} runs so far (the rest wait for a GPU)"
+    glue(key, f"The same sweep at the GPU's size (the full profile){so_far}:")
     return md(gpu_records({rs[0].experiment: rs}, {rs[0].experiment: (rows, cols)}))
 
 

@@ -65,9 +65,9 @@ import math
 
 # The GPU half's experiments, in the order a burst runs them: the runs that settle a claim
 # first (experiments/README.md says why; the Makefile's GPU_PLAN is this list).
-GPU_PLAN = ("lr-sensitivity", "warmup-axis", "depth", "warmup", "warmup-fixes", "stability-map", "admin-profiling",
+GPU_PLAN = ("lr-sensitivity", "warmup-axis", "depth", "depth-rates", "warmup", "warmup-fixes", "stability-map", "admin-profiling",
             "translation", "lm", "logits", "norms", "placements")
-BUDGET_MINUTES = 28.0  # the whole GPU half, on one H100 (25; 27 with lr-sensitivity's 1e-4 column; 28 with 3e-5)
+BUDGET_MINUTES = 38.0  # the whole GPU half, on one H100 (25; 27 with lr-sensitivity's 1e-4 column; 28 with 3e-5; 38 with depth-rates at 18+18)
 
 LAUNCH_BASE_S = 0.0137  # per step: the optimiser, the embeddings and the loss
 LAUNCH_PER_SUBLAYER_S = 0.00091  # per residual sub-layer, forward and backward
