@@ -14,5 +14,5 @@ BRACKET = {
 UNRECORDED = {
     **{f"{name}-fresh": "the revised criteria re-judged on fresh seeds 5-9 (tfx.book.evidence.AWAITING), "
                         "registered before any run; recorded in the background (--jobs 2)"
-       for name in ("op-transfer", "op-warmup-decay")},
+       for name in ("op-transfer",)},
 }

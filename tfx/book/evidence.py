@@ -751,6 +751,7 @@ LANDED = {
     "warmup-fixes-noisy": ("reproduces", "reversed", "reversed"),
     "placements-fresh": ("reversed", "reversed", "reproduces"),
     "op-depth-fresh": ("not resolved at this scale",),
+    "op-warmup-decay-fresh": ("reproduces", "not resolved at this scale", "not resolved at this scale", "reversed"),
 }
 _declared = {name: iter(verdicts) for name, verdicts in LANDED.items()}
 COMPARISONS += [dataclasses.replace(c, expected=next(_declared[c.experiment]))
@@ -824,10 +825,6 @@ LIVE_CONTROLS: list = [
                 "10-rezero-deepnorm", "dn1_sgd_vs_flat_verdict", "reversed"),
 ]
 
-# Comparisons registered, with their directions, before their sweep has a record: the criteria are
-# fixed before the data (book/method.md). They join COMPARISONS, and their claims' verdicts, in the
-# change that lands the sealed records; until then no chapter reads them (tests/test_claims.py
-# fails once their sweep is recorded and they still wait here).
 # Comparisons registered, with their directions, before their sweep has a record: the criteria are
 # fixed before the data (book/method.md). They join COMPARISONS above, and their claims' verdicts, in
 # the change that lands the sealed records (LANDED); until then no chapter reads them
