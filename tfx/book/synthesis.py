@@ -177,13 +177,30 @@ def _full_records(name: str) -> list:
         return []
 
 
+def gpu_complete(name: str) -> bool:
+    """Whether every run of experiment ``name``'s full profile has a GPU record (a sweep part-run
+    by a burst is not complete)."""
+    from ..runs.experiment import Experiment
+
+    recs = _full_records(name)
+    return bool(recs) and len(recs) >= len(Experiment.load(name).runs("full"))
+
+
+def gpu_plan_split(names) -> tuple[list, list]:
+    """(the experiments of ``names`` in the GPU plan, :data:`tfx.runs.cost.GPU_PLAN`; the rest,
+    which have no GPU profile and are the CPU's alone), each in ``names``' order."""
+    from ..runs.cost import GPU_PLAN
+
+    return [n for n in names if n in GPU_PLAN], [n for n in names if n not in GPU_PLAN]
+
+
 def gpu_status(load=None) -> dict:
-    """{training claim: [its experiments that have no GPU (``full``-profile) records]} for every
-    claim :mod:`tfx.book.evidence` registers comparisons for; an empty list: all recorded.
-    Reads the checkout's ``results/`` or the copy an installed tfx ships."""
+    """{training claim: [its experiments without complete GPU (``full``-profile) records]} for
+    every claim :mod:`tfx.book.evidence` registers comparisons for; an empty list: all recorded
+    (:func:`gpu_complete`). Reads the checkout's ``results/`` or the copy an installed tfx ships."""
     from . import evidence
 
-    load = load or (lambda name: bool(_full_records(name)))
+    load = load or gpu_complete
     out = {}
     for claim, comps in evidence.BY_CLAIM.items():
         missing = sorted({c.experiment for c in comps if not load(c.experiment)})
