@@ -109,9 +109,11 @@ def test_each_half_gets_its_own_status_and_the_cases_are_named_after_the_claim(m
              Comparison("AD-3", "stability: B ends higher", "x", "warmup", "none", "warm", "higher", {"arch": "B"},
                         own_rate=True, part="stability")]
     monkeypatch.setitem(evidence.BY_CLAIM, "AD-3", comps)
-    # every run here learned: A's side did not fail, so its 'failure' half is behind at this budget
+    # every run here learned: A's side did not fail, so its 'failure' half is behind at this budget,
+    # and the failure itself, shown by no comparison, is not resolved
     assert evidence.part_statuses("AD-3", load=_load(recs)) == {
-        evidence.BEHIND: "reproduces", "stability": "not resolved at this scale"}
+        evidence.BEHIND: "reproduces", "stability": "not resolved at this scale",
+        "failure": "not resolved at this scale"}
     assert evidence.case_id("AD-3") == "AD_3" and evidence.case_id("AD-3", 12) == "AD_3-c12"
     # a row is headed by what its runs show, never 'failure' on runs that learned
     assert comps[0].label(recs) == f"{evidence.BEHIND}: A ends higher"
@@ -225,6 +227,32 @@ def test_a_failure_rests_on_failed_runs_else_it_is_behind_at_this_budget():
     assert c.effect(stuck).verdict == c.effect(slow).verdict == "reproduces"  # the effect alone cannot tell
     other = Comparison("AD-3", "stability: A", "x", "arch", "A", "B", "higher", {"lr": "1e-3"}, part="stability")
     assert other.half(slow) == "stability"
+
+
+def test_a_claim_whose_failures_are_all_behind_does_not_read_reproduces(monkeypatch):
+    """"Fails" means failed, in the status too: the same effect reproduces either way, but where
+    every failure comparison is behind at this budget the claim's failure is not shown, its status
+    is *reproduces in part* and its parts say why; where the runs failed it is *reproduces*."""
+    from tfx.book import claims
+
+    def recs(stuck):
+        out = []
+        for s in range(5):
+            out.append(_rec(s, 1.0, 1e-3, arch="B", lr="1e-3"))
+            r = _rec(s, 5.5 if stuck or s < 4 else 4.8, 1e-3, arch="A", lr="1e-3")
+            r.history.eval_loss = [5.5, 5.5] if stuck or s < 4 else [5.6, 4.8]
+            out.append(r)
+        return out
+
+    c = Comparison("GV-2", "failure: A ends higher than B", "x", "arch", "A", "B", "higher", {"lr": "1e-3"},
+                   part="failure")
+    monkeypatch.setitem(evidence.BY_CLAIM, "GV-2", [c])
+    assert evidence.status("GV-2", load=_load(recs(stuck=True))) == "reproduces"
+    assert evidence.parts("GV-2", load=_load(recs(stuck=True))) == "failure: reproduces (1 of 1 reproduce)"
+    slow = _load(recs(stuck=False))
+    assert evidence.status("GV-2", load=slow) == "reproduces in part"
+    assert evidence.parts("GV-2", load=slow) == (f"{evidence.BEHIND}: reproduces (1 of 1 reproduce) · failure: "
+                                                 f"not resolved at this scale ({claims.UNSHOWN_FAILURE})")
 
 
 def test_steps_to_the_learned_line_are_censored_at_the_budget_and_the_share_is_reported():
