@@ -1133,6 +1133,20 @@ def test_every_glued_claim_line_and_status_recomputes_from_the_records():
     assert not stale, "chapters to re-execute (make notebooks NB=…):\n  " + "\n  ".join(stale)
 
 
+def test_a_chapter_whose_glued_claim_line_no_longer_recomputes_fails(monkeypatch):
+    """Counter-example: the check above fails, naming the claim, when the records (here, one
+    comparison's direction flipped, as if the records had changed after the chapter ran) no
+    longer give what a chapter glued."""
+    import dataclasses
+
+    comps = list(evidence.BY_CLAIM["LG-2"])
+    flip = {"lower": "higher", "higher": "lower"}
+    comps[0] = dataclasses.replace(comps[0], expect=flip[comps[0].expect])
+    monkeypatch.setitem(evidence.BY_CLAIM, "LG-2", comps)
+    with pytest.raises(AssertionError, match="LG-2"):
+        test_every_glued_claim_line_and_status_recomputes_from_the_records()
+
+
 def test_log_z_drift_is_signed_from_the_start_where_abs_log_z_reads_a_fall_as_held():
     """ZL-1 and OP-6 read log Z's drift from where it started, signed (evidence 'log Z drift'):
     with tied embeddings log Z starts near ln V, so a run whose log Z falls from 7.6 to 2 (the
