@@ -78,7 +78,9 @@ CLAIMS = [
           ("04-gradients-at-init", "exponents over {ln4_seeds} seeds (95 % interval): Post-LN {ln4_k_post:+.2f} "
                                    "({ln4_k_post_lo:+.2f} to {ln4_k_post_hi:+.2f}), Pre-LN {ln4_k_pre:+.2f} "
                                    "({ln4_k_pre_lo:+.2f} to {ln4_k_pre_hi:+.2f}); the embedding's offset "
-                                   "predicts {ln4_k_offset:+.2f}")),
+                                   "predicts {ln4_k_offset:+.2f} (a criterion revised after this pilot), and on fresh "
+                                   "seeds {ln4_fresh_seeds} Pre-LN's exponent is {ln4_fresh_k:+.2f} "
+                                   "({ln4_fresh_lo:+.2f} to {ln4_fresh_hi:+.2f})")),
     Claim("LN-5", "xiong2020preln", "Fig. 3(a, b)",
           "Per-layer gradient norms at initialisation.",
           "Post-LN grows toward the output; Pre-LN is about flat.",
