@@ -12,7 +12,4 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    **{f"{name}-fresh": "the revised criteria re-judged on fresh seeds 5-9 (tfx.book.evidence.AWAITING), "
-                        "registered before any run; recorded in the background (--jobs 2)"
-       for name in ("op-transfer",)},
 }

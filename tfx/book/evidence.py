@@ -752,6 +752,7 @@ LANDED = {
     "placements-fresh": ("reversed", "reversed", "reproduces"),
     "op-depth-fresh": ("not resolved at this scale",),
     "op-warmup-decay-fresh": ("reproduces", "not resolved at this scale", "not resolved at this scale", "reversed"),
+    "op-transfer-fresh": ("reproduces",),
 }
 _declared = {name: iter(verdicts) for name, verdicts in LANDED.items()}
 COMPARISONS += [dataclasses.replace(c, expected=next(_declared[c.experiment]))
