@@ -91,7 +91,7 @@ def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
             if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
 
 
-def _edge(records, **point) -> tuple | None:
+def best_rate_edge(records, **point) -> tuple | None:
     """(where, best variant, 'lowest' or 'highest') for the group at ``point`` when its best
     learning rate (:func:`tfx.runs.effects.best_rate`) sits at the edge of its grid, else None;
     ``where`` names the group by its point's other axes ('Post-LN · warmup')."""
@@ -112,7 +112,7 @@ def gpu_edges(gpu: dict, items) -> list[str]:
     out = []
     for c, _ in items:
         for p in c.points() if c.own_rate else ():
-            edge = _edge(gpu[c.experiment], **p)
+            edge = best_rate_edge(gpu[c.experiment], **p)
             text = edge and f"{edge[0]}: best at {edge[1]}, the {edge[2]} rate tried"
             if text and text not in out:
                 out.append(text)
@@ -726,11 +726,11 @@ def translation_figure(P, trecs, archs, warms, lrs):
 def bracket_sentence(records) -> str:
     """Whether each group's best learning rate (lowest mean end loss) lies inside the grid:
     'every group's best rate lies inside it', or 'the best of Post-LN · none (1e-3, the lowest)
-    sits at its edge, so there the optimum is not located' (:func:`_edge`, per group)."""
+    sits at its edge, so there the optimum is not located' (:func:`best_rate_edge`, per group)."""
     from ..runs import effects
 
     named = [f"{e[0]} ({e[1]}, the {e[2]})"
-             for g in effects.groups(records) if (e := _edge(records, **g))]
+             for g in effects.groups(records) if (e := best_rate_edge(records, **g))]
     if not named:
         return "every group's best rate lies inside it"
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]

@@ -78,6 +78,11 @@ def peak_flops(device: torch.device) -> tuple[str, float]:
 _clock = time.perf_counter  # --cpu-time: time.process_time, robust to other processes on a shared CPU
 
 
+def default_amp(device: torch.device, amp: str | None = None) -> str:
+    """``amp`` as given, else the bench's default: bf16 on CUDA, fp32 on a CPU."""
+    return amp or ("bf16" if device.type == "cuda" else "fp32")
+
+
 def _synchronize(device):
     return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
@@ -132,7 +137,7 @@ def bench(placement: str = "post", size: str = "custom", rounds: int = 20, warmu
     computes), ``compiled_speedup`` = eager ms ÷ compiled ms.
     ``amp``: 'bf16' or 'fp32' (default: bf16 on CUDA, fp32 on a CPU)."""
     device = pick_device(device)
-    amp = amp or ("bf16" if device.type == "cuda" else "fp32")
+    amp = default_amp(device, amp)
     dtype = autocast_dtype(amp)
     cfg, batches = custom_setup(placement, **custom) if size == "custom" else book_setup(size, placement)
     batches = [b.to(device) for b in batches]
@@ -268,7 +273,7 @@ def train_overhead(placement: str = "post", d_model: int = 128, n_heads: int = 4
     Each is timed as (``warmup + steps`` steps − ``warmup`` steps) so that set-up, compilation
     and the final evaluation cancel out."""
     device = pick_device(device)
-    amp = amp or ("bf16" if device.type == "cuda" else "fp32")
+    amp = default_amp(device, amp)
     task = SyntheticTask("reverse", vocab=vocab - 4, length=length - 1)  # src (B, length), tgt (B, length + 1)
     cfg = ModelConfig.for_task(task, d_model=d_model, n_heads=n_heads, d_ffn=4 * d_model, n_enc=layers,
                                n_dec=layers, placement=placement)
@@ -321,7 +326,7 @@ def ensemble_throughput(size: str = "reverse", placement: str = "post", members:
     from .ensemble import build_members, train_ensemble
 
     device = pick_device(device)
-    amp = amp or ("bf16" if device.type == "cuda" else "fp32")
+    amp = default_amp(device, amp)
     if size == "custom":
         length, vocab, layers = custom["length"], custom["vocab"], custom["layers"]
         task = SyntheticTask("reverse", vocab=vocab - 4, length=length - 1)
