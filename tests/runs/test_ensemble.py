@@ -223,3 +223,22 @@ def test_a_failing_ensemble_line_is_named_and_the_bench_goes_on(capsys, monkeypa
     assert all(r["ensemble"] == {"error": "expected input and grad types to match"} for r in out)
     lines = [x for x in capsys.readouterr().out.splitlines() if "ensemble of 2" in x]
     assert lines == ["  ensemble of 2: failed: expected input and grad types to match"] * 2
+
+
+def test_the_bench_ensemble_line_trains_in_the_precision_it_is_given(monkeypatch):
+    """ensemble_throughput's ``amp``: the members' TrainConfigs carry it (default fp32 on a CPU)."""
+    from tfx.runs import bench, ensemble
+
+    seen = []
+    real = ensemble.train_ensemble
+
+    def spy(models, task, cfgs):
+        seen.append({c.amp_dtype for c in cfgs})
+        return real(models, task, cfgs)
+
+    monkeypatch.setattr(ensemble, "train_ensemble", spy)
+    tiny = dict(d_model=16, n_heads=2, layers=1, batch=4, length=8, vocab=50)
+    for amp in ("bf16", None):
+        seen.clear()
+        r = bench.ensemble_throughput("custom", "post", members=2, steps=1, warmup=1, amp=amp, **tiny)
+        assert r["amp"] == (amp or "fp32") and seen and all(s == {r["amp"]} for s in seen)
