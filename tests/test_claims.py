@@ -862,13 +862,13 @@ def test_registered_claim_status(claim):
 def test_a_comparison_waits_only_while_its_sweep_has_no_records():
     """evidence.AWAITING holds comparisons registered before their sweep's first record: each
     reads a sweep listed as unrecorded, and none may wait once its records have landed (move it
-    into COMPARISONS and declare its verdict)."""
-    for c in evidence.AWAITING:
+    into COMPARISONS and declare its verdict; a control into CONTROLS)."""
+    for c in evidence.AWAITING + evidence.CONTROLS_AWAITING:
         assert c.experiment in pending_records.UNRECORDED, (
             f"{c.says!r} waits for experiments/{c.experiment}.toml, which is not listed as unrecorded")
         assert not results.load(c.experiment, "book", ROOT / "results"), (
             f"results/ holds {c.experiment}'s book records: move {c.says!r} into COMPARISONS")
-        assert c not in evidence.COMPARISONS
+        assert c not in evidence.COMPARISONS and c not in evidence.CONTROLS
 
 
 def test_a_waiting_comparison_reads_points_its_sweep_will_record():
@@ -876,7 +876,7 @@ def test_a_waiting_comparison_reads_points_its_sweep_will_record():
     profile (a misspelt variant would wait for records that never come)."""
     from tfx.book.sweep_explorers import grid_axes
 
-    for c in evidence.AWAITING:
+    for c in evidence.AWAITING + evidence.CONTROLS_AWAITING:
         axes = grid_axes(Experiment.load(c.experiment), "book")
         for point in c.points():
             bad = {k: v for k, v in point.items() if v not in axes.get(k, ())}

@@ -743,7 +743,12 @@ REVISED_MEASURES = ("centred LR sensitivity", "log Z drift", "log10 stream growt
 _LATER = ([dataclasses.replace(c, says=f"on fresh seeds: {c.says}", experiment=f"{c.experiment}-fresh", expected="")
            for c in COMPARISONS if c.measure in REVISED_MEASURES]
           + [dataclasses.replace(c, says=f"on a task with a floor: {c.says}", experiment="warmup-fixes-noisy",
-                                 expected="") for c in COMPARISONS if c.experiment == "warmup-fixes"])
+                                 expected="") for c in COMPARISONS if c.experiment == "warmup-fixes"]
+          # the same on a grid of four rates, each side at its own best (experiments/
+          # warmup-fixes-rates.toml, fresh seeds 5-9): the two above read one shared rate, 3e-3
+          + [dataclasses.replace(c, says=f"on a task with a floor, each at its own best rate: {c.says}",
+                                 experiment="warmup-fixes-rates", own_rate=True, expected="")
+             for c in COMPARISONS if c.experiment == "warmup-fixes"])
 # the verdicts each landed sweep's records give its comparisons (in registry order), declared when
 # they landed: they join COMPARISONS
 LANDED = {
@@ -831,6 +836,13 @@ LIVE_CONTROLS: list = [
 # the change that lands the sealed records (LANDED); until then no chapter reads them
 # (tests/test_claims.py fails once their sweep is recorded and they still wait here).
 AWAITING: list = [c for c in _LATER if c.experiment not in LANDED]
+# Controls registered the same way, before their sweep has a record (they join CONTROLS, with
+# their verdicts, when it lands)
+CONTROLS_AWAITING: list = [
+    dataclasses.replace(c, says=f"on a task with a floor, each at its own best rate: "
+                                f"{c.says.removeprefix('on a task with a floor: ')}",
+                        experiment="warmup-fixes-rates", own_rate=True, expected="")
+    for c in CONTROLS if c.experiment == "warmup-fixes-noisy"]
 
 # Claims the book's scale cannot test, with why (shown on the claims page beside the measurement).
 NOT_TESTABLE: dict = {
