@@ -12,6 +12,4 @@ BRACKET = {
 # experiment -> why a sweep the evidence registry reads has no book records yet (its runs so far,
 # if any, are committed in results/in-progress/: results/README.md)
 UNRECORDED = {
-    "warmup-fixes-rates": "registered before its first run (issue 40: WU-2 at each recipe's own best "
-                          "rate); 80 runs, about 0.14 CPU-hours, recording in results/in-progress/",
 }

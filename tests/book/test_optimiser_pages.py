@@ -62,7 +62,20 @@ def test_shared_spikes_count_spikes_another_recipe_has_on_the_same_batch():
                                train_config=SimpleNamespace(warmup=0, steps=80))
 
     recs = [run("a", 0, [30, 50]), run("b", 0, [30]), run("a", 1, [30])]
-    assert pages.shared_spikes(recs) == (2, 4)
+    got = pages.shared_spikes(recs)
+    assert (got.shared, got.total) == (2, 4)
+    # by chance: 59 steps can hold a spike (80 less the 21 of the running median's window);
+    # a's two spikes meet b's one with p = 1/59, b's meets a's two with 2/59, seed 1's none
+    assert got.chance == pytest.approx((1 + 1 + 2 + 0) / 59 / 4)
+    assert got.low < 0.5 < got.high and got.verdict == "reproduces"  # 7 % to 93 %, against 1.7 %
+    assert pages.shared_spikes(recs[2:]).verdict == "not resolved at this scale"  # no spike to pair
+    # every spike of twelve seeds shared by both recipes: far above chance
+    many = [run(r, seed, [30, 60]) for seed in range(12) for r in "ab"]
+    assert pages.shared_spikes(many).verdict == "reproduces"
+    # many spikes, none on the same batch: below what chance puts there
+    apart = [run("a", seed, list(range(25, 80, 10))) for seed in range(12)] + [
+        run("b", seed, list(range(30, 80, 10))) for seed in range(12)]
+    assert pages.shared_spikes(apart).shared == 0 and pages.shared_spikes(apart).verdict == "reversed"
 
 
 def test_schedule_explorer_draws_lr_at_and_each_control_changes_it():

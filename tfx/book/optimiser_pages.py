@@ -8,6 +8,7 @@ criterion fixed before the five-seed run (:data:`FLAT_SLOPE`, :func:`slope_inter
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -313,20 +314,64 @@ def spike_precursors(records) -> tuple[dict, dict, dict]:
     return before, overall, count
 
 
-def shared_spikes(records) -> tuple[int, int]:
-    """OP-1's bad-batch control: (loss spikes that fall on a step where a run of another recipe
-    with the same seed, hence the same batch, also spikes; every loss spike), over the runs that
-    did not diverge, each from the end of its warmup. Spikes shared across recipes come with the
-    data, not with one optimiser's state."""
+@dataclass(frozen=True)
+class SharedSpikes:
+    """OP-1's bad-batch control (:func:`shared_spikes`): ``shared`` of ``total`` loss spikes fall
+    on a step where a run of another recipe with the same seed (the same batch) also spikes;
+    ``chance`` is the share expected if spikes fell independently of the batch, and ``low`` to
+    ``high`` the exact (Clopper-Pearson) 95 % interval of the observed share."""
+
+    shared: int
+    total: int
+    chance: float
+    low: float
+    high: float
+
+    @property
+    def verdict(self) -> str:
+        """'reproduces' (spikes come with the batch) when the whole interval lies above chance,
+        'reversed' when below, else 'not resolved at this scale'."""
+        if self.total and self.low > self.chance:
+            return "reproduces"
+        if self.total and self.high < self.chance:
+            return "reversed"
+        return "not resolved at this scale"
+
+    def describe(self) -> str:
+        return (f"{self.shared} of {self.total} ({self.shared / self.total:.0%}, 95 % interval "
+                f"{self.low:.0%} to {self.high:.0%}) against {self.chance:.1%} by chance"
+                if self.total else "no loss spike to read")
+
+
+def shared_spikes(records) -> SharedSpikes:
+    """OP-1's bad-batch control over the runs that did not diverge, each from the end of its
+    warmup. Spikes shared across recipes come with the data, not with one optimiser's state.
+
+    By chance, a spike of run r at step t is shared with probability
+    p = 1 − Π_o (1 − n_o/E_o) over the runs o of the same seed and another recipe (n_o loss
+    spikes among its E_o steps that can hold one); ``chance`` is the mean p over the spikes,
+    set against the observed share's interval (``scipy.stats.binomtest``)."""
     from ..runs.outcome import judge
 
-    spikes = [(r.seed, r.history.step[i], r.point["recipe"]) for r in records
-              if judge(r).verdict != "diverged" and len(r.history.update_norm) == len(r.history.loss)
-              for i in O.loss_spikes(r.history.loss, after=r.train_config.warmup)]
-    recipes: dict = {}
-    for seed, step, recipe in spikes:
-        recipes.setdefault((seed, step), set()).add(recipe)
-    return sum(len(recipes[seed, step]) > 1 for seed, step, _ in spikes), len(spikes)
+    runs = {}
+    for r in records:
+        if judge(r).verdict != "diverged" and len(r.history.update_norm) == len(r.history.loss):
+            after = r.train_config.warmup
+            onsets = O.loss_spikes(r.history.loss, after=after)
+            eligible = len(r.history.loss) - max(after, O.SPIKE_WINDOW + 1)
+            runs[id(r)] = (r, {r.history.step[i] for i in onsets}, len(onsets) / max(eligible, 1))
+    shared = total = 0
+    chance = []
+    for r, steps, _ in runs.values():
+        others = [o for o in runs.values() if o[0].seed == r.seed and o[0].point["recipe"] != r.point["recipe"]]
+        for step in steps:
+            total += 1
+            shared += any(step in o[1] for o in others)
+            chance.append(1 - math.prod(1 - o[2] for o in others))
+    if not total:
+        return SharedSpikes(0, 0, math.nan, math.nan, math.nan)
+    ci = stats.binomtest(shared, total).proportion_ci(0.95)
+    return SharedSpikes(shared, total, float(np.mean(chance)), float(ci.low), float(ci.high))
 
 
 def spike_example(records):
