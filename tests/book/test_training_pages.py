@@ -241,7 +241,8 @@ def test_a_gpu_figure_is_stamped_with_its_records_profile_card_and_task_not_the_
 
     c = evidence.Comparison("AD-3", "A ends higher than B", "gpu", "arch", "A", "B", "higher")
     r = SimpleNamespace(config=SimpleNamespace(n_enc=6, n_dec=6, d_model=512), amp_dtype="bfloat16",
-                        device="cuda", device_name="NVIDIA H200", profile="full", task="big-corpus")
+                        device="cuda", device_name="NVIDIA H200", profile="full", task="big-corpus",
+                        experiment="gpu")
     stamp = pages.records_profile(P, [r])
     assert str(stamp) == "profile: full · device: NVIDIA H200 · task: big-corpus"
     fig = pages.gpu_effects_figure(P, [(c, UP)], [r])

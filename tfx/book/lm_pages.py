@@ -310,14 +310,15 @@ def judge(claim: str, lrecs, profile: str) -> list:
         judged = claim not in evidence.NOT_TESTABLE and pairs
         status = (status_of([e.verdict for _, e in pairs]) if judged
                   else "not testable at this scale")
-        text = "; ".join(f"{c.says}: {e.describe()}, {e.verdict}" for c, e in pairs)
+        text = "; ".join(f"{c.label(load(c.experiment))}: {e.describe()}, {e.verdict}" for c, e in pairs)
         glue(f"claim-{claim}", text or "no registered rate recorded")
         if claim not in evidence.NOT_TESTABLE:  # the halves, as glue_claim gives them
             glue(f"parts-{claim}", evidence.parts_line(evidence.part_items(
                 [(c, e, e.verdict) for c, e in pairs])) if pairs else "no registered rate recorded")
         glue_status(claim, status)
         glue(f"{key}-status", status)
-    glue(f"{key}-evidence", md(effects_table(pairs)))
+    # each row headed by the half its records show ('behind at this budget', not 'failure')
+    glue(f"{key}-evidence", md(effects_table([(c.label(load(c.experiment)), e) for c, e in pairs])))
     return pairs
 
 

@@ -150,7 +150,7 @@ def gpu_verdicts_markdown(gpu: dict, items, cpu: dict | None = None) -> str:
                 "end of the page says how to run the rest.")
     lines = []
     for c, e in items:
-        line = f"- **{c.claim}**, {c.says}. GPU: {e.describe()}, **{c.verdict(gpu[c.experiment], e)}**"
+        line = f"- **{c.claim}**, {c.label(gpu[c.experiment])}. GPU: {e.describe()}, **{c.verdict(gpu[c.experiment], e)}**"
         line += _why(c, gpu[c.experiment]) + "."
         if cpu and cpu.get(c.experiment) and c.reads(cpu[c.experiment]):
             e_cpu = c.effect(cpu[c.experiment])
@@ -210,7 +210,9 @@ def gpu_effects_figure(P, items, records):
     card of ``records`` (:func:`gpu_scale`) and stamped with their profile, card and task; a
     figure that says so while no comparison can be read."""
     if items:
-        return effects_figure(records_profile(P, records), [(f"{c.claim}: {c.says}", e) for c, e in items],
+        mine = {c.experiment: [r for r in records if r.experiment == c.experiment] for c, _ in items}
+        return effects_figure(records_profile(P, records),
+                              [(f"{c.claim}: {c.label(mine[c.experiment])}", e) for c, e in items],
                               title=f"{gpu_scale(records)}: paired effects (nats), every seed, 95 % interval")
     fig, ax = figure(P, width=8.0, height=1.2)
     ax.text(0.5, 0.5, "not yet run on a GPU", ha="center", va="center")
