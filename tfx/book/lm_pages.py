@@ -1,29 +1,19 @@
-"""The bookkeeping of the language-model chapters (14, 15, 16 and 17), out of the page.
-
-A chapter keeps in view the code a reader learns from: a model built, a probe called, a
-sweep loaded, a claim's comparisons evaluated. What turns those results into a page — the
-glued numbers, the tables of per-seed values, the figures' drawing code, the verdict
-strings for the claims page — lives here, one function per job, so that it is tested
-(``tests/book/test_lm_pages.py``) and the chapter reads like a book::
-
-    lm1 = evidence.evaluate("LM-1", CPU, load=evidence.reading(lrecs))
-    glue("lm1-evidence", lm_pages.md(tables.effects_table(lm1)))  # a table, not a verdict
-
-Nothing here decides whether a run learned (:mod:`tfx.runs.outcome` does) or whether a
-claim reproduces (:mod:`tfx.book.evidence` does); these functions only lay out what those
-modules say.
-"""
+"""The bookkeeping of the language-model chapters (14-17): the glued numbers, per-seed
+tables, figures and verdict strings, out of the page and tested
+(``tests/book/test_lm_pages.py``). Whether a run learned is :mod:`tfx.runs.outcome`'s call,
+whether a claim reproduces :mod:`tfx.book.evidence`'s; this module only lays them out."""
 from __future__ import annotations
 
 import matplotlib.lines
+import matplotlib.pyplot as plt
 import numpy as np
 
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_parts, glue_status, part_verdict, status_of
 from .notebook import glue, glue_figure, md, md_table  # noqa: F401 (chapters call lm_pages.glue_figure)
-from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, NORM_COLORS, OUTCOME_COLORS, color, effects_figure,
-                   effects_plot, figure, lr_curves)
+from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
+                   effects_figure, effects_plot, figure, log_ticks, lr_curves)
 from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
 
 
@@ -36,10 +26,61 @@ def median(values) -> float:
     return float(np.median(list(values)))
 
 
+def glue_all(values: dict, prefix: str = "", suffix: str = "") -> None:
+    """Glue every value under ``prefix + key + suffix``."""
+    for k, v in values.items():
+        glue(prefix + k + suffix, v)
+
+
+def glue_effect(key: str, e) -> None:
+    """Glue a paired effect's mean (``<key>-mean``) and 95 % interval (``<key>-ci``)."""
+    glue_all({"-mean": e.mean, "-ci": f"{e.low:+.2f} to {e.high:+.2f}"}, key)
+
+
+def per_seed(recs, value, **point) -> dict:
+    """{seed: value(record)} over the records at ``point``."""
+    return {r.seed: value(r) for r in results.select(recs, **point)}
+
+
+def probe(name: str, at: int = -1):
+    """A record's probe ``name`` (``traces.trace``) at recorded step ``at`` (the last)."""
+    return lambda r: traces.trace(r.history, name)[1][at]
+
+
+def top_stream(r) -> float:
+    """The variance of the stream entering the top sub-layer at the end."""
+    return traces.stream_profile(r.history)[1][-1]
+
+
+def best_losses(recs, **point) -> dict:
+    """Per seed: the held-out loss at the best learning rate (``sensitivity.summarize``)."""
+    per = sensitivity.summarize(results.select(recs, **point))["per_seed"]
+    return {s: v["best"] for s, v in per.items()}
+
+
+def best_rate(recs, **point) -> str:
+    """The group's best learning rate's name: the book's one definition, the lowest mean
+    held-out loss at the end over the seeds (:func:`tfx.runs.effects.best_rate`)."""
+    return effects.best_rate(recs, **point).variant
+
+
+def glue_sweep_size(prefix: str, recs,
+                    keys=("runs", "minutes", "layers", "d", "steps", "seeds", "rates", "lr-range")):
+    """Glue a recorded sweep's size as ``<prefix>-<key>`` for ``keys`` among runs, minutes
+    (recorded one run at a time), layers, d, steps, batch, seeds, rates (how many learning
+    rates) and lr-range ('3e-4 to 3e-1')."""
+    cfg, tc = recs[0].config, recs[0].train_config
+    rates = {r.train_config.lr: r.point.get("lr", f"{r.train_config.lr:g}") for r in recs}
+    size = {"runs": len(recs), "minutes": sum(r.wall_time for r in recs) / 60,
+            "layers": cfg.n_dec, "d": cfg.d_model, "steps": tc.steps, "batch": tc.batch_size,
+            "seeds": len({r.seed for r in recs}), "rates": len(rates),
+            "lr-range": f"{rates[min(rates)]} to {rates[max(rates)]}"}
+    glue_all({f"-{k}": size[k] for k in keys}, prefix)
+
+
 def gpu_section(rs, rows: str, cols: str, key: str):
-    """A chapter's GPU half from its ``full``-profile records ``rs``: glue ``key`` (one
-    sentence: in, or not yet in) and return the Markdown of the records
-    (:func:`tfx.book.tables.gpu_records`), or None while there are none."""
+    """A chapter's GPU half from its ``full``-profile records ``rs``: glue ``key`` (in, or not
+    yet in) and return the records' Markdown (:func:`tfx.book.tables.gpu_records`) or None."""
     if not rs:
         glue(key, "The GPU runs of this sweep are not in yet; the box at the end of the page "
                   "says how to run them.")
@@ -52,17 +93,16 @@ def gpu_section(rs, rows: str, cols: str, key: str):
     return md(gpu_records({rs[0].experiment: rs}, {rs[0].experiment: (rows, cols)}))
 
 
+
 # ------------------------------------------------------------ chapter 14: a decoder-only LM
 
 
 def glue_lm_task(task) -> None:
-    """Glue the size of the LM's corpus (``lm-sentences``, ``lm-valid``, ``lm-vocab``), its
-    chance loss and the uniform guess ln V."""
-    glue("lm-sentences", f"{task.size('train'):,}")
-    glue("lm-valid", f"{task.size('valid'):,}")
-    glue("lm-vocab", f"{task.tgt_vocab:,}")
-    glue("lm-chance", task.chance_loss)
-    glue("lm-uniform", float(np.log(task.tgt_vocab)))
+    """Glue the LM corpus's size (``lm-sentences``, ``-valid``, ``-vocab``), its chance loss
+    and the uniform guess ln V."""
+    glue_all({"sentences": f"{task.size('train'):,}", "valid": f"{task.size('valid'):,}",
+              "vocab": f"{task.tgt_vocab:,}", "chance": task.chance_loss,
+              "uniform": float(np.log(task.tgt_vocab))}, "lm-")
 
 
 def lm_init_figure(P, at_init: dict, depths):
@@ -86,79 +126,55 @@ def lm_init_figure(P, at_init: dict, depths):
 def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
     """Glue chapter 14's init-time numbers (``lm1-*``) and the Σβ² table; True where both
     kinds of model follow Theorem 2's laws (``change.depth_laws``' ``holds``)."""
-    lm_f, enc_f = fits[lm], fits[enc]
-    beta = at_init[lm]["sum_beta_sq"]
+    lm_f, beta = fits[lm], at_init[lm]["sum_beta_sq"]
     rows = [[f"{label}, Σβ²_ii", *(f"{v:.1f}" for v in beta[s].mean(1))]
             for s, label in (("post", "Post-LN"), ("pre", "Pre-LN"))]
     glue("lm1-beta-table", md(md_table(["layers N", *depths], rows)))
-    glue("lm1-r2-post", lm_f["r2_post_n"])
-    glue("lm1-r2-post-log", lm_f["r2_post_log"])
-    glue("lm1-r2-pre", lm_f["r2_pre_log"])
-    glue("lm1-ratio", lm_f["ratio"])
-    glue("lm1-enc-r2-post", enc_f["r2_post_n"])
-    glue("lm1-enc-r2-pre", enc_f["r2_pre_log"])
-    glue("lm1-enc-ratio", enc_f["ratio"])
-    glue("lm1-depth-max", depths[-1])
+    for prefix, f in (("lm1-", lm_f), ("lm1-enc-", fits[enc])):
+        glue_all({"r2-post": f["r2_post_n"], "r2-pre": f["r2_pre_log"], "ratio": f["ratio"],
+                  "r2-pre-n": f["r2_pre_n"]}, prefix)
+    glue_all({"lm1-r2-post-log": lm_f["r2_post_log"], "lm1-depth-max": depths[-1]})
     if 8 in depths:  # exercise 1: Pre-LN's Σβ²_ii at N = 8 against H_17 − 1
         glue("ex13-measured", float(beta["pre"].mean(1)[list(depths).index(8)]))
         glue("ex13-predicted", sum(1 / (i + 1) for i in range(1, 17)))
-    glue("lm1-r2-pre-n", lm_f["r2_pre_n"])
-    glue("lm1-enc-r2-pre-n", enc_f["r2_pre_n"])
-    glue("lm1-init-verdict", init_sentence(lm_f, enc_f))
+    glue("lm1-init-verdict", init_sentence(lm_f, fits[enc]))
     same = all(f["holds"] for f in fits.values())
     glue("lm1-init-takeaway", init_takeaway(lm_f, same))
     return same
 
 
 def init_sentence(lm_fit: dict, enc_fit: dict) -> str:
-    """What chapter 14's init-time fits (:func:`tfx.theory.change.depth_laws` of the LM and of
-    the encoder) say, law by law: whether the LM follows each law, and whether the encoder
-    misses the same ones."""
-    parts = list(lm_fit["parts"])
-    if all(lm_fit["parts"].values()):
+    """What the init-time fits (:func:`tfx.theory.change.depth_laws`) say, law by law: whether
+    the LM follows each law, and whether the encoder misses the same ones."""
+    missed = [p for p, ok in lm_fit["parts"].items() if not ok]
+    if not missed:
         return "follow Theorem 2's laws, as in the encoder: the first half of LM-1 holds"
-    missed = [p for p in parts if not lm_fit["parts"][p]]
     both = all(not enc_fit["parts"][p] for p in missed)
     where = "in the LM and in the encoder alike" if both else "in the LM (the encoder follows it)"
-    names = "”, “".join(missed)
-    return (f"do not follow every law of Theorem 2 at this scale: “{names}” fails {where} (the fits "
-            "above), so the first half of LM-1 is not borne out here")
+    return (f"do not follow every law of Theorem 2 at this scale: “{'”, “'.join(missed)}” fails "
+            f"{where} (the fits above), so the first half of LM-1 is not borne out here")
 
 
 def init_takeaway(lm_fit: dict, same: bool) -> str:
-    """The key phrase of chapter 14's takeaway on the init half, from the boolean LM-1's
-    init verdict is computed from (``same``: the LM and the encoder both follow every law of
-    :func:`tfx.theory.change.depth_laws`): 'follow the encoder's laws' only where they do,
-    else the laws the LM misses, named."""
+    """Chapter 14's takeaway on the init half: 'follow the encoder's laws' only where both
+    follow every law (``same``), else the laws the LM misses, named."""
+    missed = [p for p, ok in lm_fit["parts"].items() if not ok]
     if same:
         return "follow Theorem 2's laws, as the encoder's do"
-    missed = [p for p, ok in lm_fit["parts"].items() if not ok]
     if not missed:
         return "follow Theorem 2's laws, though the encoder's do not at this scale"
-    names = "”, “".join(missed)
-    return f"do not follow every law of Theorem 2 at this scale (“{names}” fails)"
+    return f"do not follow every law of Theorem 2 at this scale (“{'”, “'.join(missed)}” fails)"
 
 
 def glue_lm_sweep(lrecs, lr_names, warmups) -> None:
-    """Glue the size and recipe of ``experiments/lm.toml`` (``lm-*``)."""
-    lh, ltc, lcfg = lrecs[0].history, lrecs[0].train_config, lrecs[0].config
-    glue("lm-layers", lcfg.n_dec)
-    glue("lm-d", lcfg.d_model)
-    glue("lm-steps", ltc.steps)
-    glue("lm-batch", ltc.batch_size)
-    glue("lm-warm", results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup)
-    glue("lm-lrs", ", ".join(lr_names))
-    glue("lm-runs", len(lrecs))
-    glue("lm-learned-level", outcome.learned_level(lh.chance_loss))
-    glue("lm-seeds", len({r.seed for r in lrecs}))
-    glue("lm-outcomes", outcome_counts(lrecs))
-
-
-def lm_final_tables(lrecs, warmups) -> str:
-    """One table of every seed's held-out loss at the end per warmup (rows placement,
-    columns learning rate)."""
-    return "\n\n".join(f"Warmup **{w}**:\n\n" + results.table(
-        results.select(lrecs, warmup=w), rows="placement", cols="lr") for w in warmups)
+    """Glue the size and recipe of ``experiments/lm.toml`` (``lm-*``) and ``lm-final-tables``:
+    every seed's held-out loss at the end, one table per warmup (placement × rate)."""
+    glue_sweep_size("lm", lrecs, ("layers", "d", "steps", "batch", "runs", "seeds"))
+    glue_all({"warm": results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup,
+              "lrs": ", ".join(lr_names), "outcomes": outcome_counts(lrecs),
+              "learned-level": outcome.learned_level(lrecs[0].history.chance_loss)}, "lm-")
+    glue("lm-final-tables", md("\n\n".join(f"Warmup **{w}**:\n\n" + results.table(
+        results.select(lrecs, warmup=w), rows="placement", cols="lr") for w in warmups)))
 
 
 def lm_sweep_figure(P, lrecs, placements, warmups):
@@ -181,50 +197,46 @@ def lm_effects_figure(P, lm1, task: str):
 
 
 def warmup_summary(lm1, layers: int) -> str:
-    """One sentence on what warmup did in chapter 14's LM, from LM-1's paired effects (the
-    first: Post-LN without minus with warmup; the last: Post-LN minus Pre-LN, no warmup),
-    with the direction in words and whether the seeds resolve it."""
+    """What warmup did in chapter 14's LM, from LM-1's paired effects (first: Post-LN without
+    minus with warmup; last: Post-LN minus Pre-LN, no warmup), and whether seeds resolve it."""
     warm, gap = lm1[0][1], lm1[-1][1]
-    did = "lowered" if warm.mean > 0 else "raised"
     told = ("" if warm.verdict in ("reproduces", "reversed") else
             f", an amount its {warm.n} seeds cannot tell from zero")
-    side = "above" if gap.mean > 0 else "below"
-    return (f"In the {layers}-layer language model of chapter 14, warmup {did} Post-LN's "
-            f"final held-out loss by {abs(warm.mean):.2f} nats{told} (95 % interval of the "
-            f"difference {warm.low:+.2f} to {warm.high:+.2f}), while without warmup Post-LN "
-            f"ended {abs(gap.mean):.2f} nats {side} Pre-LN (95 % interval {gap.low:+.2f} to "
+    return (f"In the {layers}-layer language model of chapter 14, warmup "
+            f"{'lowered' if warm.mean > 0 else 'raised'} Post-LN's final held-out loss by "
+            f"{abs(warm.mean):.2f} nats{told} (95 % interval of the difference {warm.low:+.2f} "
+            f"to {warm.high:+.2f}), while without warmup Post-LN ended {abs(gap.mean):.2f} nats "
+            f"{'above' if gap.mean > 0 else 'below'} Pre-LN (95 % interval {gap.low:+.2f} to "
             f"{gap.high:+.2f}).")
 
 
 def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str) -> str:
-    """Glue LM-1's evidence table, its halves (``parts-LM-1``: init, the LM's own depth-law fit,
-    a pre-set test that fails as *reversed*; training, the registered comparisons) and status,
-    claims-page line and the one-line warmup summary ``warmup-summary-14``; returns the status."""
+    """Glue LM-1's evidence table, its halves (``parts-LM-1``: init, the LM's own depth-law
+    fit; training, the registered comparisons), status, claims-page line and
+    ``warmup-summary-14``; returns the status."""
     glue("lm1-evidence", md(effects_table(lm1)))
     init_verdict = part_verdict(bool(lm_fit["holds"]))
     init = ("init", "Σβ²_ii and the output change grow like N for Post-LN and like ln N for Pre-LN",
             init_verdict)
     lm1_status = glue_parts("LM-1", [init, *evidence.part_items((c, e, c.verdict(lrecs, e)) for c, e in lm1)])
-    glue("lm1-status", lm1_status)
-    glue("lm1-init-status", init_verdict)  # the init half's verdict, from the LM's own fit
     init_text = "follows Theorem 2's laws" if same else "does not follow every law of Theorem 2"
-    glue("claim-LM-1", f"at init, the output change {init_text} (R² "
-         f"{lm_fit['r2_post_n']:.2f} against N for Post-LN; Pre-LN {lm_fit['r2_pre_log']:.2f} "
-         f"against ln N, {lm_fit['r2_pre_n']:.2f} against N); trained: "
-         f"{evidence.describe('LM-1', profile, load=evidence.reading(lrecs))}")
     warm, gap = lm1[0][1], lm1[-1][1]
-    for key, e in (("lm1-warm", warm), ("lm1-gap", gap)):
-        glue(f"{key}-mean", e.mean)
-        glue(f"{key}-ci", f"{e.low:+.2f} to {e.high:+.2f}")
-        glue(f"{key}-verdict", e.verdict)
-        glue(f"{key}-abs", abs(e.mean))
-    glue("lm1-warm-does", "lowered" if warm.mean > 0 else "raised")
-    glue("lm1-warm-share", abs(warm.mean) / abs(gap.mean))  # warmup's effect over the gap to Pre-LN
-    glue("lm1-contrast-verdict", lm1[1][1].verdict)  # warmup's help to Post-LN minus Pre-LN
-    glue("warmup-summary-14", warmup_summary(lm1, lrecs[0].config.n_dec))
     post_warm = results.select(lrecs, placement="Post-LN", warmup=warm_name)
-    glue("lm1-post-warm-learned", sum(outcome.learned(r) for r in post_warm))
-    glue("lm1-post-warm-runs", len(post_warm))
+    glue_all({
+        "lm1-status": lm1_status, "lm1-init-status": init_verdict,
+        "claim-LM-1": f"at init, the output change {init_text} (R² {lm_fit['r2_post_n']:.2f} "
+                      f"against N for Post-LN; Pre-LN {lm_fit['r2_pre_log']:.2f} against ln N, "
+                      f"{lm_fit['r2_pre_n']:.2f} against N); trained: "
+                      f"{evidence.describe('LM-1', profile, load=evidence.reading(lrecs))}",
+        "lm1-warm-does": "lowered" if warm.mean > 0 else "raised",
+        "lm1-warm-share": abs(warm.mean) / abs(gap.mean),  # warmup's effect over the gap
+        "lm1-contrast-verdict": lm1[1][1].verdict,  # warmup's help to Post-LN minus Pre-LN
+        "warmup-summary-14": warmup_summary(lm1, lrecs[0].config.n_dec),
+        "lm1-post-warm-learned": sum(outcome.learned(r) for r in post_warm),
+        "lm1-post-warm-runs": len(post_warm)})
+    for key, e in (("lm1-warm", warm), ("lm1-gap", gap)):
+        glue_effect(key, e)
+        glue_all({"-verdict": e.verdict, "-abs": abs(e.mean)}, key)
     return lm1_status
 
 
@@ -250,36 +262,18 @@ def lm_stream(P, lrecs, placements, warm: str, lr: str):
     ax.set(xlabel="sub-layer i (bottom → top)", ylabel="variance of the stream $x_{i-1}$",
            title=f"the stream entering each sub-layer, lr {lr}, warmup")
     ax.legend(fontsize=7)
-    glue("lm-stream-lr", lr)
-    glue("lm-stream-post", median(growth["Post-LN"].values()))
-    glue("lm-stream-pre", median(growth["Pre-LN"].values()))
-    glue("lm-stream-jump", median(j for j, _ in jumps["Pre-LN"].values()))
-    glue("lm-stream-where", ", ".join(sorted({n for _, n in jumps["Pre-LN"].values()})))
+    pre_jumps = jumps["Pre-LN"]
     rows = {f"{p}: top ÷ bottom": growth[p] for p in placements}
-    rows["Pre-LN: largest growth across one sub-layer"] = {
-        s: j for s, (j, _) in jumps["Pre-LN"].items()}
-    glue("lm-stream-table", md(seed_table(rows, "variance ratio at the end", "{:.1f}")))
+    rows["Pre-LN: largest growth across one sub-layer"] = {s: j for s, (j, _) in pre_jumps.items()}
+    glue_all({"lr": lr, "post": median(growth["Post-LN"].values()),
+              "pre": median(growth["Pre-LN"].values()),
+              "jump": median(j for j, _ in pre_jumps.values()),
+              "where": ", ".join(sorted({n for _, n in pre_jumps.values()})),
+              "table": md(seed_table(rows, "variance ratio at the end", "{:.1f}"))}, "lm-stream-")
     return fig
 
 
 # --------------------------------------------------------------- chapter 15: logits that grow
-
-
-def glue_sweep_size(prefix: str, recs) -> None:
-    """Glue a recorded LM sweep's size as ``<prefix>-runs``, ``-minutes`` (recorded one run at
-    a time), ``-layers``, ``-d``, ``-steps``, ``-seeds``, ``-rates`` (how many learning rates)
-    and ``-lr-range`` ('3e-4 to 3e-1')."""
-    cfg, tc = recs[0].config, recs[0].train_config
-    glue(f"{prefix}-runs", len(recs))
-    glue(f"{prefix}-minutes", sum(r.wall_time for r in recs) / 60)
-    glue(f"{prefix}-layers", cfg.n_dec)
-    glue(f"{prefix}-d", cfg.d_model)
-    glue(f"{prefix}-steps", tc.steps)
-    glue(f"{prefix}-seeds", len({r.seed for r in recs}))
-    rates = {r.train_config.lr: r.point.get("lr", f"{r.train_config.lr:g}") for r in recs}  # value: name
-    lo, hi = min(rates), max(rates)
-    glue(f"{prefix}-rates", len(rates))
-    glue(f"{prefix}-lr-range", f"{rates[lo]} to {rates[hi]}")
 
 
 def logits_lr_figure(P, lrecs, fixes):
@@ -291,19 +285,17 @@ def logits_lr_figure(P, lrecs, fixes):
 
 
 def judge(claim: str, lrecs, profile: str) -> list:
-    """A claim's registered comparisons (:mod:`tfx.book.evidence`) with their effects;
-    glues ``claim-<ID>``, ``status-<ID>``, ``<id>-status`` and ``<id>-evidence`` (a table).
-    A profile whose grid lacks a rate the registry reads (quick) gets the comparisons it
-    recorded. A comparison on another sweep (the same design on fresh seeds) reads that
-    sweep's book records."""
+    """A claim's registered comparisons (:mod:`tfx.book.evidence`) with their effects; glues
+    ``claim-<ID>``, ``status-<ID>``, ``<id>-status`` and ``<id>-evidence``. A profile whose
+    grid lacks a rate the registry reads (quick) gets the comparisons it recorded; one on
+    another sweep (fresh seeds) reads that sweep's book records."""
     load = evidence.reading(lrecs)
-
     comps = evidence.BY_CLAIM[claim]
     here = [c for c in comps if results.select(load(c.experiment), **c.point)]
     key = claim.lower().replace("-", "")
     if len(here) == len(comps):
         evidence.glue_claim(claim, profile, load=load)
-        glue(f"{key}-status", evidence.status(claim, profile, load=load))
+        status = evidence.status(claim, profile, load=load)
         pairs = evidence.evaluate(claim, profile, load=load)
     else:
         pairs = [(c, c.effect(load(c.experiment))) for c in here]
@@ -316,21 +308,15 @@ def judge(claim: str, lrecs, profile: str) -> list:
             glue(f"parts-{claim}", evidence.parts_line(evidence.part_items(
                 [(c, e, e.verdict) for c, e in pairs])) if pairs else "no registered rate recorded")
         glue_status(claim, status)
-        glue(f"{key}-status", status)
+    glue(f"{key}-status", status)
     # each row headed by the half its records show ('behind at this budget', not 'failure')
     glue(f"{key}-evidence", md(effects_table([(c.label(load(c.experiment)), e) for c, e in pairs])))
     return pairs
 
 
-def probe(lrecs, fix: str, lr: str, name: str, at: int = -1) -> dict:
-    """Per seed: a probe's value (``traces.trace``) at recorded step ``at`` (the last)."""
-    return {r.seed: traces.trace(r.history, name)[1][at]
-            for r in results.select(lrecs, fix=fix, lr=lr)}
-
-
 def best_and_high_rate(lrecs, lr_names) -> tuple:
-    """(the no-fix runs' best rate (:func:`best_rate`), the lowest rate above it at which no seed without a
-    fix reached the learned line by the outcome rule; the top rate if there is none)."""
+    """(the no-fix runs' best rate (:func:`best_rate`), the lowest rate above it at which no
+    seed without a fix learned by the outcome rule; else the top rate)."""
     best_k = lr_names.index(best_rate(lrecs, fix="no fix"))
     above = [lr for lr in lr_names[best_k + 1:] if not any(
         outcome.learned(r) for r in results.select(lrecs, fix="no fix", lr=lr))]
@@ -358,30 +344,23 @@ def logit_traces_figure(P, lrecs, best_lr: str, high_lr: str):
 
 def glue_lg1_probes(lrecs, best_lr: str, high_lr: str, bound: float) -> None:
     """Glue LG-1's probe readings: medians in the prose, every seed in ``lg1-table``."""
-    logit = {k: probe(lrecs, f, lr, "attn_logit_max", at) for k, f, lr, at in (
-        ("none-first", "no fix", high_lr, 0), ("none-high", "no fix", high_lr, -1),
-        ("none-best", "no fix", best_lr, -1), ("qk-high", "QK-norm", high_lr, -1))}
-    ent = {k: probe(lrecs, f, high_lr, "attn_entropy_min") for k, f in (
-        ("none-high", "no fix"), ("qk-high", "QK-norm"))}
-    for k, v in logit.items():
-        glue(f"lg1-{k}", median(v.values()))
-    for k, v in ent.items():
-        glue(f"lg1-ent-{k}", median(v.values()))
-    glue("lg1-ratio", min(logit["none-high"][s] / logit["qk-high"][s]
-                          for s in logit["qk-high"]))
-    glue("lg1-best", best_lr)
-    glue("lg1-high", high_lr)
-    glue("lg1-bound", bound)
+    rows, vals = {}, {}
+    for key, what, name, f, lr, at, end in (
+            ("none-first", "largest logit", "attn_logit_max", "no fix", high_lr, 0, "first probe"),
+            ("none-high", "largest logit", "attn_logit_max", "no fix", high_lr, -1, "end"),
+            ("none-best", "largest logit", "attn_logit_max", "no fix", best_lr, -1, "end"),
+            ("qk-high", "largest logit", "attn_logit_max", "QK-norm", high_lr, -1, "end"),
+            ("ent-none-high", "lowest entropy (nats)", "attn_entropy_min", "no fix", high_lr, -1, "end"),
+            ("ent-qk-high", "lowest entropy (nats)", "attn_entropy_min", "QK-norm", high_lr, -1, "end")):
+        rows[f"{what}, {f}, lr {lr}, {end}"] = vals[key] = per_seed(
+            lrecs, probe(name, at), fix=f, lr=lr)
+        glue(f"lg1-{key}", median(vals[key].values()))
     qk = results.select(lrecs, fix="QK-norm", lr=high_lr)
-    glue("lg1-qk-learned", f"{sum(map(outcome.learned, qk))} of {len(qk)}")
-    glue("lg1-none-outcomes", outcome_counts(results.select(lrecs, fix="no fix", lr=high_lr)))
-    rows = {f"largest logit, no fix, lr {high_lr}, first probe": logit["none-first"],
-            f"largest logit, no fix, lr {high_lr}, end": logit["none-high"],
-            f"largest logit, no fix, lr {best_lr}, end": logit["none-best"],
-            f"largest logit, QK-norm, lr {high_lr}, end": logit["qk-high"],
-            f"lowest entropy (nats), no fix, lr {high_lr}, end": ent["none-high"],
-            f"lowest entropy (nats), QK-norm, lr {high_lr}, end": ent["qk-high"]}
-    glue("lg1-table", md(seed_table(rows, "probe", "{:.3g}")))
+    glue_all({"ratio": min(vals["none-high"][s] / vals["qk-high"][s] for s in vals["qk-high"]),
+              "best": best_lr, "high": high_lr, "bound": bound,
+              "qk-learned": f"{sum(map(outcome.learned, qk))} of {len(qk)}",
+              "none-outcomes": outcome_counts(results.select(lrecs, fix="no fix", lr=high_lr)),
+              "table": md(seed_table(rows, "probe", "{:.3g}"))}, "lg1-")
 
 
 def lg1_effects_figure(P, lg1, task: str):
@@ -400,7 +379,7 @@ def log_z_figure(P, lrecs, lr_names, high_lr: str):
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, sharey=True,
                              task=lrecs[0].task)
     for f in ("no fix", "z-loss"):
-        ends = {lr: probe(lrecs, f, lr, "log_z") for lr in lr_names}
+        ends = {lr: per_seed(lrecs, probe("log_z"), fix=f, lr=lr) for lr in lr_names}
         lrs = [results.select(lrecs, fix=f, lr=lr)[0].train_config.lr for lr in lr_names]
         for k, s in enumerate(ends[lr_names[0]]):
             ax1.plot(lrs, [ends[lr][s] for lr in lr_names], "o-", color=FIX_COLORS[f],
@@ -418,27 +397,21 @@ def log_z_figure(P, lrecs, lr_names, high_lr: str):
 def glue_zl1(lrecs, best_lr: str, high_lr: str) -> None:
     """Glue ZL-1's measurements: where log Z starts and ends, how much of its distance from
     0 the z-loss removed (``traces.pull_to_zero``), and what the z-loss cost."""
-    def best(f):  # per seed: held-out loss at the best learning rate
-        return {s: v["best"] for s, v in
-                sensitivity.summarize(results.select(lrecs, fix=f))["per_seed"].items()}
-
     pulled = traces.pull_to_zero(results.select(lrecs, fix="z-loss"),
                                  results.select(lrecs, fix="no fix"))
-    glue("zl-pull", 100 * median(pulled))
-    glue("zl-pull-range", f"{100 * min(pulled):.1f} to {100 * max(pulled):.1f} %")
-    glue("zl-pull-n", len(pulled))
-    z, none = best("z-loss"), best("no fix")
+    z, none = best_losses(lrecs, fix="z-loss"), best_losses(lrecs, fix="no fix")
     cost = {s: z[s] - none[s] for s in z if s in none}
-    glue("zl-cost", median(cost.values()))
-    glue("zl-cost-range", f"{min(cost.values()):+.3f} to {max(cost.values()):+.3f}")
-    vals = {"start (first probe)": probe(lrecs, "no fix", best_lr, "log_z", at=0),
-            f"no fix, lr {best_lr}": probe(lrecs, "no fix", best_lr, "log_z"),
-            f"z-loss, lr {best_lr}": probe(lrecs, "z-loss", best_lr, "log_z"),
-            f"no fix, lr {high_lr}": probe(lrecs, "no fix", high_lr, "log_z"),
-            f"z-loss, lr {high_lr}": probe(lrecs, "z-loss", high_lr, "log_z")}
-    glue("zl-start", median(vals["start (first probe)"].values()))
-    glue("zl-none", median(vals[f"no fix, lr {high_lr}"].values()))
-    glue("zl-z", median(vals[f"z-loss, lr {high_lr}"].values()))
+    vals = {"start (first probe)": per_seed(lrecs, probe("log_z", 0), fix="no fix", lr=best_lr)}
+    for lr in (best_lr, high_lr):
+        for f in ("no fix", "z-loss"):
+            vals[f"{f}, lr {lr}"] = per_seed(lrecs, probe("log_z"), fix=f, lr=lr)
+    glue_all({"pull": 100 * median(pulled), "pull-n": len(pulled),
+              "pull-range": f"{100 * min(pulled):.1f} to {100 * max(pulled):.1f} %",
+              "cost": median(cost.values()),
+              "cost-range": f"{min(cost.values()):+.3f} to {max(cost.values()):+.3f}",
+              "start": median(vals["start (first probe)"].values()),
+              "none": median(vals[f"no fix, lr {high_lr}"].values()),
+              "z": median(vals[f"z-loss, lr {high_lr}"].values())}, "zl-")
     vals["z-loss − no fix, best loss (nats)"] = cost
     glue("zl-table", md(seed_table(vals, "mean log Z at the end (nats)", "{:+.3f}")))
     glue("zl-why", evidence.NOT_TESTABLE["ZL-1"])
@@ -447,16 +420,15 @@ def glue_zl1(lrecs, best_lr: str, high_lr: str) -> None:
 def ec1(P, lrecs, lr_names, best_lr: str):
     """EC-1 at this scale: which runs without a fix failed, learned or are still learning;
     where the still-learning runs above the best rate part from the learned ones in lowest
-    head entropy and in held-out loss (``traces.separation_step``, no threshold). Glues the
-    ``ec-*`` values, ``claim-EC-1`` and ``status-EC-1`` (not testable at this scale: no run
-    failed); returns the figure."""
+    head entropy and in held-out loss (``traces.separation_step``, no threshold). Glues
+    ``ec-*``, ``claim-EC-1`` and ``status-EC-1`` (not testable: no run failed); returns the
+    figure."""
     nofix = results.select(lrecs, fix="no fix")
     verdict = {id(r): outcome.judge(r).verdict for r in nofix}
     failed = [r for r in nofix if verdict[id(r)] in outcome.FAILED]
     learned = [r for r in nofix if verdict[id(r)] == "learned"]
-    best_k = lr_names.index(best_lr)
     slow_hi = [r for r in nofix if verdict[id(r)] == "still learning"
-               and lr_names.index(r.point["lr"]) > best_k]
+               and lr_names.index(r.point["lr"]) > lr_names.index(best_lr)]
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, task=lrecs[0].task)
     marks = {"learned": "o", "still learning": "s", "did not learn": "v", "diverged": "x"}
     for r in nofix:
@@ -472,32 +444,24 @@ def ec1(P, lrecs, lr_names, best_lr: str):
     shown = [v for v in OUTCOME_COLORS if v in verdict.values()]  # the outcomes present, in the registry's order
     ax2.legend(handles=[matplotlib.lines.Line2D([], [], color=OUTCOME_COLORS[v], label=v) for v in shown],
                fontsize=7)
-
-    def spacing(steps):
-        return steps[1] - steps[0] if len(steps) > 1 else None
-
-    ent_every = spacing(traces.trace(nofix[0].history, "attn_entropy_min")[0])
-    eval_every = spacing(nofix[0].history.eval_step)
+    ent_every, eval_every = (s[1] - s[0] if len(s) > 1 else None for s in (
+        traces.trace(nofix[0].history, "attn_entropy_min")[0], nofix[0].history.eval_step))
     ent_step = traces.separation_step(slow_hi, learned, "attn_entropy_min")
     loss_step = traces.separation_step(learned, slow_hi, "eval_loss")
     lr_of = [r.train_config.lr for r in slow_hi], [r.train_config.lr for r in learned]
     ratio = (f"{min(lr_of[0]) / max(lr_of[1]):.0f} to {max(lr_of[0]) / min(lr_of[1]):.0f}"
              if slow_hi and learned else "—")
     counts = outcome_counts(nofix)
-    glue("ec-outcomes", counts)
-    glue("ec-failed", len(failed))
-    glue("ec-slow", len(slow_hi))
-    glue("ec-learned", len(learned))
-    glue("ec-learned-lrs", ", ".join(sorted({r.point["lr"] for r in learned})) or "none")
-    glue("ec-ent-step", str(ent_step) if ent_step is not None else "no step")
-    glue("ec-loss-step", str(loss_step) if loss_step is not None else "no step")
-    glue("ec-rate-ratio", ratio)
-    glue("ec-ent-every", ent_every)
-    glue("ec-eval-every", eval_every)
     why = (f"no run without a fix failed (outcome rule: {' or '.join(outcome.FAILED)})"
            if not failed else f"the {len(failed)} failed runs are at other learning rates "
            f"than the {len(learned)} learned ones")
-    glue("ec-why", why)
+    glue_all({"outcomes": counts, "failed": len(failed), "slow": len(slow_hi),
+              "learned": len(learned),
+              "learned-lrs": ", ".join(sorted({r.point["lr"] for r in learned})) or "none",
+              "ent-step": str(ent_step) if ent_step is not None else "no step",
+              "loss-step": str(loss_step) if loss_step is not None else "no step",
+              "rate-ratio": ratio, "ent-every": ent_every, "eval-every": eval_every,
+              "why": why}, "ec-")
     measured = (f"no fix, {counts} ({len({r.seed for r in nofix})} seeds); runs still "
                 f"learning above the best rate ({len(slow_hi)}) against those that learned "
                 f"({len(learned)}), at {ratio}× their rates: lowest head entropy apart from "
@@ -509,18 +473,16 @@ def ec1(P, lrecs, lr_names, best_lr: str):
 
 
 def glue_ch14_exercises() -> None:
-    """Chapter 15's exercise answers, computed: QK-norm's bound at d_h = 64, what a cap of
-    50 does to a logit of 8, and the z-loss at log Z = 7 against a 5-nat cross-entropy."""
+    """Chapter 15's exercise answers: QK-norm's bound at d_h = 64, what a cap of 50 does to
+    a logit of 8, and the z-loss at log Z = 7 against a 5-nat cross-entropy."""
     import torch
 
     from ..nn.blocks import softcap
     from ..theory import logits
 
     bound = logits.qk_norm_logit_bound(64)
-    glue("ex14-bound", bound)
-    glue("ex14-cap", bound - float(softcap(torch.tensor(bound), 50.0)))
-    glue("ex14-zloss", 1e-4 * 7.0**2)
-    glue("ex14-zloss-share", 100 * 1e-4 * 7.0**2 / 5.0)
+    glue_all({"bound": bound, "cap": bound - float(softcap(torch.tensor(bound), 50.0)),
+              "zloss": 1e-4 * 7.0**2, "zloss-share": 100 * 1e-4 * 7.0**2 / 5.0}, "ex14-")
 
 
 # ------------------------------------------------- chapter 16: where the norm goes (PL-1)
@@ -548,43 +510,34 @@ def placements_init(pl: dict, depths, seeds: int) -> dict:
 
     stream = {name: across(name, "stream", deepest).mean(0) for name in schemes}
     slope = {name: fit.fit_linear(layers, v)[0] for name, v in stream.items()}
-    log_fit = fit.fit_linear(np.cumsum(1 / layers), stream["ln-scaling"])
-    from .plot import LABELS
-
     rows = []
     for name in schemes:
-        k = PLACEMENT_GLUE[name]
         change = np.median(across(name, "rel_change", deepest))
-        grow = change / np.median(across(name, "rel_change", depths[0]))
         vals = (slope[name], float(stream[name][0]), float(stream[name][-1]),
-                float(np.median(across(name, "grad_ratio", deepest))), float(change), grow)
-        for key, v in zip(("slope", "first", "last", "grad", "change", "change_growth"), vals):
-            glue(f"pl1_{key}_{k}", v)
-        rows.append([LABELS.get(name, name), f"{vals[0]:.2f}", f"{vals[1]:.2f}", f"{vals[2]:.1f}",
-                     f"{vals[3]:.2f}", f"{vals[4]:.1e}", f"×{vals[5]:.1f}"])
+                float(np.median(across(name, "grad_ratio", deepest))), float(change),
+                change / np.median(across(name, "rel_change", depths[0])))
+        glue_all(dict(zip(("slope", "first", "last", "grad", "change", "change_growth"), vals)),
+                 "pl1_", f"_{PLACEMENT_GLUE[name]}")
+        rows.append([LABELS.get(name, name), *(f.format(v) for f, v in zip(
+            ("{:.2f}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.1e}", "×{:.1f}"), vals))])
     head = ["placement", "growth per layer", "after layer 1", "at the top",
             "last ÷ first FFN gradient", "output change", "its growth with depth"]
-    glue("pl1-init-table", md(md_table(head, rows)))
-    glue("pl1_depth", deepest)
-    glue("pl1_depth_min", depths[0])
-    glue("pl1_seeds", seeds)
-    glue("pl1_scaled_over_pre", float(stream["ln-scaling"][-1] / stream["pre"][-1]))
-    glue("pl1_scaled_r2_H", log_fit[2])
     bound = {n: "bounds it" if slope[n] < 0.5 * slope["pre"] else "does not bound it"
              for n in ("peri-ln", "output-norm", "ln-scaling")}
-    glue("pl1_peri_verdict", bound["peri-ln"])
-    glue("pl1_out_verdict", bound["output-norm"])
-    glue("pl1_scaled_verdict", bound["ln-scaling"])
     both = bound["peri-ln"] == bound["output-norm"] == "does not bound it"
-    glue("pl1_outnorms_verdict", "do not bound it" if both else "bound it in part")
+    glue_all({"-init-table": md(md_table(head, rows)), "_depth": deepest,
+              "_depth_min": depths[0], "_seeds": seeds,
+              "_scaled_over_pre": float(stream["ln-scaling"][-1] / stream["pre"][-1]),
+              "_scaled_r2_H": fit.fit_linear(np.cumsum(1 / layers), stream["ln-scaling"])[2],
+              "_peri_verdict": bound["peri-ln"], "_out_verdict": bound["output-norm"],
+              "_scaled_verdict": bound["ln-scaling"],
+              "_outnorms_verdict": "do not bound it" if both else "bound it in part"}, "pl1")
     return {"stream": stream, "slope": slope, "across": across}
 
 
 def placements_init_figure(P, init: dict, depths, seeds: int):
     """The stream per layer at the deepest N, and against N the last/first FFN gradient
     and the output change under a random 1 % perturbation (dots: seeds)."""
-    from .plot import LABELS, log_ticks
-
     fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.8)
     layers = np.arange(1, depths[-1] + 1)
     for name, v in init["stream"].items():
@@ -599,48 +552,43 @@ def placements_init_figure(P, init: dict, depths, seeds: int):
     a.set(yscale="log", xlabel="layer ℓ", ylabel="E‖x_ℓ‖²/d")
     a.set_title(f"stream, {depths[-1]} layers (mean of {seeds} seeds)", fontsize=9)
     a.legend(fontsize=6)
-    for ax in (b, c):
+    for ax, title in ((b, "last / first layer's FFN gradient"), (c, "‖ΔF‖²/‖F‖², random 1 % δ")):
         log_ticks(ax, depths)
         ax.set(xlabel="layers N", yscale="log")
-    b.set_title("last / first layer's FFN gradient", fontsize=9)
-    c.set_title("‖ΔF‖²/‖F‖², random 1 % δ", fontsize=9)
+        ax.set_title(title, fontsize=9)
     return fig
+
+
+DEPTH_GLUE = {"pre": "pre", "deepnorm": "deepnorm", "admin": "admin", "t-fixup": "tfixup",
+              "ln-scaling": "scaled", "depth-mup": "mup"}  # scheme: glue name
 
 
 def depth_scalings(mult: dict, depths) -> dict:
     """Log-log slopes of the last branch's multiplier m_L against N, measured (mean over
     seeds) and derived (``norms.depth_factor``); glues ``ds_*`` and ``ds-table``."""
     from ..theory import fit, norms
-    from .plot import LABELS
 
     ns = np.array(depths, dtype=float)
     measured = {n: fit.fit_loglog(ns, m.mean(1))[0] for n, m in mult.items() if n != "rezero"}
     derived = {n: fit.fit_loglog(ns, norms.depth_factor(n, ns))[0] for n in measured}
-    key = {"pre": "pre", "deepnorm": "deepnorm", "admin": "admin", "t-fixup": "tfixup",
-           "ln-scaling": "scaled", "depth-mup": "mup"}
-    for name, k in key.items():
-        glue(f"ds_k_{k}", measured[name])
-        glue(f"ds_kpred_{k}", derived[name])
+    for name, k in DEPTH_GLUE.items():
+        glue_all({f"k_{k}": measured[name], f"kpred_{k}": derived[name]}, "ds_")
     rows = [[LABELS.get(name, name), f"{measured[name]:+.2f}", f"{derived[name]:+.2f}"]
-            for name in key]
-    glue("ds-table", md(md_table(["scheme", "measured slope", "derived slope"], rows)))
-    glue("ds_rezero_max", float(mult["rezero"].max()))
-    glue("ds_depth_min", depths[0])
-    glue("ds_depth_max", depths[-1])
-    glue("ds_seeds", next(iter(mult.values())).shape[1])
+            for name in DEPTH_GLUE]
+    glue_all({"-table": md(md_table(["scheme", "measured slope", "derived slope"], rows)),
+              "_rezero_max": float(mult["rezero"].max()), "_depth_min": depths[0],
+              "_depth_max": depths[-1], "_seeds": next(iter(mult.values())).shape[1]}, "ds")
     return {"measured": measured, "derived": derived}
 
 
 def depth_scalings_figure(P, mult: dict, depths, slopes: dict):
     from ..theory import norms
-    from .plot import LABELS, log_ticks
 
     ns = np.array(depths, dtype=float)
     fig, a = figure(P, width=7, height=4.2)
     dense = np.arange(ns[0], ns[-1] + 1)  # every depth: the factors use whole N
-    for name in ("pre", "deepnorm", "admin", "t-fixup", "ln-scaling", "depth-mup"):
-        c = color(name)
-        m = mult[name].mean(1)
+    for name in DEPTH_GLUE:
+        c, m = color(name), mult[name].mean(1)
         anchor = m[0] / norms.depth_factor(name, ns[:1])[0]
         a.plot(ns, m, "o", color=c, ms=5, label=f"{LABELS[name]}: "
                f"{slopes['measured'][name]:+.2f} ({slopes['derived'][name]:+.2f})")
@@ -653,73 +601,47 @@ def depth_scalings_figure(P, mult: dict, depths, slopes: dict):
     return fig
 
 
-def top_stream(precs, name: str, lr: str) -> dict:
-    """Per seed: the variance of the stream entering the top sub-layer at the end."""
-    return {r.seed: traces.stream_profile(r.history)[1][-1]
-            for r in results.select(precs, placement=name, lr=lr)}
-
-
 def glue_placements_trained(precs, names, lrs) -> None:
     """Glue the placements sweep's size (``pt-*``), Pre-LN's top stream across the rates,
     each scheme's best rate, Sub-LN's and Post-LN's readings, and ``pt-ratio-table``: every
     seed's top stream as a multiple of Pre-LN's at each rate (with growth and best loss)."""
-    ptc, pcfg = precs[0].train_config, precs[0].config
-    glue("pt-layers", pcfg.n_dec)
-    glue("pt-d", pcfg.d_model)
-    glue("pt-steps", ptc.steps)
-    glue("pt-batch", ptc.batch_size)
-    glue("pt-lrs", ", ".join(lrs))
-    glue("pt-lr-lo", lrs[0])
-    glue("pt-lr-hi", lrs[-1])
-    glue("pt-seeds", len({r.seed for r in precs}))
-
-    def growth(name):  # per seed: top stream at the highest rate ÷ at the lowest
-        lo, hi = top_stream(precs, name, lrs[0]), top_stream(precs, name, lrs[-1])
-        return {s: hi[s] / lo[s] for s in lo if s in hi}
-
-    def best_losses(name):
-        per = sensitivity.summarize(results.select(precs, placement=name))["per_seed"]
-        return {s: v["best"] for s, v in per.items()}
-
+    glue_sweep_size("pt", precs, ("layers", "d", "steps", "batch", "seeds"))
+    top = {(n, lr): per_seed(precs, top_stream, placement=n, lr=lr) for n in names for lr in lrs}
+    growths = {n: {s: top[n, lrs[-1]][s] / lo for s, lo in top[n, lrs[0]].items()
+                   if s in top[n, lrs[-1]]} for n in names}  # per seed: top stream, hi ÷ lo rate
+    bests = {n: best_losses(precs, placement=n) for n in names}
     # each scheme's best rate: the book's one definition (lowest mean end loss over the seeds)
     best = {n: effects.best_rate(precs, placement=n) for n in names}
-
-    glue("pt-pre-growth", median(growth("Pre-LN").values()))
-    glue("pt-pre-top", median(top_stream(precs, "Pre-LN", lrs[-1]).values()))
-    glue("pt-pre-best", median(best_losses("Pre-LN").values()))
-    glue("pt-best-rates", "; ".join(f"{n} {best[n].variant}" for n in names))
-    glue("pt-bracketed", f"{sum(b.bracketed for b in best.values())} of {len(best)}")
-    for name, key in (("Peri-LN", "peri"), ("output norm", "out")):
-        if name in best:
-            glue(f"pt-{key}-rate-ratio", best[name].lr / best["Pre-LN"].lr)
-    pre = {lr: top_stream(precs, "Pre-LN", lr) for lr in lrs}
-    rows, growths, bests = {}, {"Pre-LN": growth("Pre-LN")}, {"Pre-LN": best_losses("Pre-LN")}
-    for name in names[1:]:
-        for lr in lrs:
-            mine = top_stream(precs, name, lr)
-            rows[f"{name} ÷ Pre-LN, lr {lr}"] = {s: mine[s] / pre[lr][s] for s in mine
-                                                 if s in pre[lr]}
-        growths[name], bests[name] = growth(name), best_losses(name)
-    glue("pt-ratio-table", md(seed_table(rows, "top stream at the end", "{:.2g}")))
-    glue("pt-growth-table", md(
-        seed_table({f"{n}: ×": g for n, g in growths.items()}, f"top stream, lr "
-                   f"{lrs[-1]} ÷ lr {lrs[0]}", "{:.3g}") + "\n\n" +
-        seed_table(bests, "best held-out loss over the rates (nats)", "{:.3f}")))
-    for name, key in (("Peri-LN", "peri"), ("output norm", "out"), ("Pre-LN, 1/√ℓ", "scaled")):
-        if name in growths:
-            glue(f"pt-{key}-growth", median(growths[name].values()))
-            glue(f"pt-{key}-best", median(bests[name].values()))
-            glue(f"pt-{key}-hi-ratio", median(rows[f"{name} ÷ Pre-LN, lr {lrs[-1]}"].values()))
-            glue(f"pt-{key}-lo-ratio", median(rows[f"{name} ÷ Pre-LN, lr {lrs[0]}"].values()))
-    if "Sub-LN" in growths:
-        glue("pt-subln-growth", median(growths["Sub-LN"].values()))
-        glue("pt-subln-low", median(rows[f"Sub-LN ÷ Pre-LN, lr {lrs[0]}"].values()))
+    rows = {f"{n} ÷ Pre-LN, lr {lr}": {s: v / top["Pre-LN", lr][s] for s, v in top[n, lr].items()
+                                      if s in top["Pre-LN", lr]} for n in names[1:] for lr in lrs}
     post_runs = results.select(precs, placement="Post-LN")
-    post_top = [traces.stream_profile(r.history)[1][-1] for r in post_runs]
-    glue("pt-post-top", f"{min(post_top):.1f} to {max(post_top):.1f}" if post_top else "—")
-    glue("pt-post-outcomes", outcome_counts(post_runs))
-    glue("pt-pre-hi-outcomes",
-         outcome_counts(results.select(precs, placement="Pre-LN", lr=lrs[-1])))
+    post_top = [top_stream(r) for r in post_runs]
+    glue_all({"lrs": ", ".join(lrs), "lr-lo": lrs[0], "lr-hi": lrs[-1],
+              "pre-growth": median(growths["Pre-LN"].values()),
+              "pre-top": median(top["Pre-LN", lrs[-1]].values()),
+              "pre-best": median(bests["Pre-LN"].values()),
+              "best-rates": "; ".join(f"{n} {best[n].variant}" for n in names),
+              "bracketed": f"{sum(b.bracketed for b in best.values())} of {len(best)}",
+              "ratio-table": md(seed_table(rows, "top stream at the end", "{:.2g}")),
+              "growth-table": md(
+                  seed_table({f"{n}: ×": g for n, g in growths.items()}, f"top stream, lr "
+                             f"{lrs[-1]} ÷ lr {lrs[0]}", "{:.3g}") + "\n\n" +
+                  seed_table(bests, "best held-out loss over the rates (nats)", "{:.3f}")),
+              "post-top": f"{min(post_top):.1f} to {max(post_top):.1f}" if post_top else "—",
+              "post-outcomes": outcome_counts(post_runs),
+              "pre-hi-outcomes": outcome_counts(
+                  results.select(precs, placement="Pre-LN", lr=lrs[-1]))}, "pt-")
+    for name, key in (("Peri-LN", "peri"), ("output norm", "out"), ("Pre-LN, 1/√ℓ", "scaled")):
+        if name not in best:
+            continue
+        if key != "scaled":
+            glue(f"pt-{key}-rate-ratio", best[name].lr / best["Pre-LN"].lr)
+        glue_all({"growth": median(growths[name].values()), "best": median(bests[name].values()),
+                  "hi-ratio": median(rows[f"{name} ÷ Pre-LN, lr {lrs[-1]}"].values()),
+                  "lo-ratio": median(rows[f"{name} ÷ Pre-LN, lr {lrs[0]}"].values())}, f"pt-{key}-")
+    if "Sub-LN" in best:
+        glue_all({"growth": median(growths["Sub-LN"].values()),
+                  "low": median(rows[f"Sub-LN ÷ Pre-LN, lr {lrs[0]}"].values())}, "pt-subln-")
 
 
 def placements_trained_figure(P, precs, names, lrs, lr: str):
@@ -732,7 +654,7 @@ def placements_trained_figure(P, precs, names, lrs, lr: str):
     a.legend(fontsize=6)
     lr_values = [results.select(precs, lr=x)[0].train_config.lr for x in lrs]
     for name in names:
-        tops = [top_stream(precs, name, x) for x in lrs]
+        tops = [per_seed(precs, top_stream, placement=name, lr=x) for x in lrs]
         for k, s in enumerate(tops[0]):
             b.plot(lr_values, [t.get(s, np.nan) for t in tops], "o-", color=colors[name],
                    lw=1, ms=3, label=name if k == 0 else None)
@@ -773,8 +695,6 @@ def gain_figure(P, input_norms, gain: dict, d: int):
 def saturation_figure(P, alphas, share, predicted, depth: int):
     """Left: the saturated share against the initial α (each seed, the range over modules,
     the Gaussian prediction); right: the share per module for four values of α."""
-    import matplotlib.pyplot as plt
-
     fig, (a, b) = figure(P, ncols=2, width=9.4)
     for s in range(share.shape[1]):
         a.semilogx(alphas, 100 * share[:, s].mean(1), "o", color=NORM_COLORS["DyT"], ms=4,
@@ -797,25 +717,16 @@ def saturation_figure(P, alphas, share, predicted, depth: int):
     return fig
 
 
-def best_rate(recs, **point) -> str:
-    """The name of the group's best learning rate: the book's one definition, the lowest mean
-    held-out loss at the end over the seeds (:func:`tfx.runs.effects.best_rate`)."""
-    return effects.best_rate(recs, **point).variant
-
-
-def _saturation(recs, row: int, **point) -> dict:
-    """Per seed: % of units saturated in the most saturated DyT at probe ``row``."""
-    return {r.seed: 100 * max(r.history.dyt_saturated[row])
-            for r in results.select(recs, **point)}
+def saturated(row: int):
+    """A record's % of units saturated in its most saturated DyT at probe ``row``."""
+    return lambda r: 100 * max(r.history.dyt_saturated[row])
 
 
 def dyt_controls_note(nrecs) -> str:
-    """What DY-1's two controls say, each at its own best rate and paired by seed
-    (:func:`tfx.runs.effects.at_best_rate`): does dropping the √d embedding scale rescue DyT at
-    the default α (expected lower if the scale is the cause), and where does a model with no
-    norm at all end against DyT and LayerNorm. A control whose best rate sits at the grid's
-    edge is named, since its best may lie beyond the grid."""
-
+    """What DY-1's two controls say, each at its own best rate, paired by seed
+    (:func:`tfx.runs.effects.at_best_rate`): does dropping the √d embedding scale rescue DyT
+    at the default α, and where does no norm end against DyT and LayerNorm; a control whose
+    best rate sits at the grid's edge is named."""
     no_sqrt = effects.at_best_rate(nrecs, "norm", "DyT, no √d embedding scale", "DyT", "lower")
     dyt_vs_none = effects.at_best_rate(nrecs, "norm", "DyT", "no norm", "higher")
     none_vs_ln = effects.at_best_rate(nrecs, "norm", "no norm", "LayerNorm", "higher")
@@ -836,81 +747,69 @@ def dyt_controls_note(nrecs) -> str:
 
 
 def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str, load):
-    """Glue chapter 17's training half: the sweep's size (``nt-*``), the table of every
-    norm's LR sensitivity, windows and best loss per seed (``nt-table``), DyT's saturation
-    during training (``dy1-train-*``, medians; ``dy1-sat-table``, per seed), the smaller-α
-    variants (``dy1-alpha-table``), the controls where recorded (``dy1-controls``), the
-    evidence tables and the claims-page lines (``claim-RN-1``, ``claim-DY-1``,
-    ``rn1-train``, ``dy1-train``, ``dy1-alpha``); ``load(experiment, profile)``: the records
-    the registry's comparisons read. Returns (sweep figure, effects figure)."""
+    """Glue chapter 17's training half: the sweep's size (``nt-*``), every norm's LR
+    sensitivity, rates learned at and best loss per seed (``nt-table``), DyT's saturation
+    in training (``dy1-train-*``, ``dy1-sat-table``), the smaller-α variants
+    (``dy1-alpha-table``), the controls (``dy1-controls``), the evidence and claims-page
+    lines; ``load(experiment, profile)``: the records the registry's comparisons read.
+    Returns (sweep figure, effects figure)."""
     glue_sweep_size("nt", nrecs)
     summ = {f: sensitivity.summarize(results.select(nrecs, norm=f)) for f in names}
-
-    def best_median(f):
-        return median(v["best"] for v in summ[f]["per_seed"].values())
-
+    best = {f: [v["best"] for v in summ[f]["per_seed"].values()] for f in names}
     rows = [[f, median_range(summ[f]), learned_at(results.select(nrecs, norm=f)),
-             fmt((v["best"] for v in summ[f]["per_seed"].values()), "{:.3f}")] for f in names]
+             fmt(best[f], "{:.3f}")] for f in names]
     head = ["norm", "LR sensitivity, median (range)", "rates learned at, per seed",
             "best held-out loss, per seed"]
-    glue("nt-table", md(md_table(head, rows)))
     dyt_best, hi = best_rate(nrecs, norm="DyT"), lrs[-1]
-    sat = {"first probe, best rate": _saturation(nrecs, 0, norm="DyT", lr=dyt_best),
-           "end, best rate": _saturation(nrecs, -1, norm="DyT", lr=dyt_best),
-           f"end, lr {hi}": _saturation(nrecs, -1, norm="DyT", lr=hi)}
-    glue("dy1-train-best", dyt_best)
-    glue("dy1-train-hi", hi)
-    glue("dy1-train-sat-first", median(sat["first probe, best rate"].values()))
-    glue("dy1-train-sat", median(sat["end, best rate"].values()))
-    glue("dy1-train-sat-hi", median(sat[f"end, lr {hi}"].values()))
-    glue("dy1-sat-table", md(seed_table(sat, "% saturated, most saturated DyT", "{:.1f}")))
-    ln_worst = max(v["best"] for v in summ["LayerNorm"]["per_seed"].values())
-    flat_and_high = summ["DyT"]["median"] < summ["LayerNorm"]["median"] and min(
-        v["best"] for v in summ["DyT"]["per_seed"].values()) > ln_worst
-    glue("dy1-lrs-note", "Its smaller LR sensitivity is the flat curve of a recipe that ends "
-         "above LayerNorm at every rate, not a stable one (chapter 12's caveat)."
-         if flat_and_high else "Its LR sensitivity can be read as for the other two.")
+    sat = {"first probe, best rate": per_seed(nrecs, saturated(0), norm="DyT", lr=dyt_best),
+           "end, best rate": per_seed(nrecs, saturated(-1), norm="DyT", lr=dyt_best),
+           f"end, lr {hi}": per_seed(nrecs, saturated(-1), norm="DyT", lr=hi)}
+    flat_and_high = (summ["DyT"]["median"] < summ["LayerNorm"]["median"]
+                     and min(best["DyT"]) > max(best["LayerNorm"]))
+    glue_all({"nt-table": md(md_table(head, rows)), "dy1-train-best": dyt_best,
+              "dy1-train-hi": hi,
+              "dy1-train-sat-first": median(sat["first probe, best rate"].values()),
+              "dy1-train-sat": median(sat["end, best rate"].values()),
+              "dy1-train-sat-hi": median(sat[f"end, lr {hi}"].values()),
+              "dy1-sat-table": md(seed_table(sat, "% saturated, most saturated DyT", "{:.1f}")),
+              "dy1-lrs-note": "Its smaller LR sensitivity is the flat curve of a recipe that "
+              "ends above LayerNorm at every rate, not a stable one (chapter 12's caveat)."
+              if flat_and_high else "Its LR sensitivity can be read as for the other two."})
     alpha_rows, alpha_lines = [], []
     for f in [f for f in names if f.startswith("DyT, α")]:
         b = best_rate(nrecs, norm=f)
-        s_end = _saturation(nrecs, -1, norm=f, lr=b)
-        alpha_rows.append([f, b, f"{best_median(f):.3f}", f"{summ[f]['median']:.2f}",
+        s_end = per_seed(nrecs, saturated(-1), norm=f, lr=b)
+        alpha_rows.append([f, b, f"{median(best[f]):.3f}", f"{summ[f]['median']:.2f}",
                            fmt(s_end.values(), "{:.1f}")])
-        alpha_lines.append(f"{f}: best held-out loss {best_median(f):.3f} against LayerNorm's "
-                           f"{best_median('LayerNorm'):.3f} (medians over seeds); LR sensitivity "
+        alpha_lines.append(f"{f}: best held-out loss {median(best[f]):.3f} against LayerNorm's "
+                           f"{median(best['LayerNorm']):.3f} (medians over seeds); LR sensitivity "
                            f"{summ[f]['median']:.2f} against {summ['LayerNorm']['median']:.2f}; "
                            f"at its best rate {b}, " + fmt(s_end.values(), "{:.1f}")
                            + " % saturated at the end")
-        key = f.split("= ")[-1].replace(".", "")
-        glue(f"dy1-a{key}-sat", median(s_end.values()))
-        glue(f"dy1-a{key}-best", best_median(f))
-    glue("dy1-alpha-table", md(md_table(["variant", "best rate", "best held-out loss (median)",
-                                         "LR sensitivity", "% saturated at the end, per seed"],
-                                        alpha_rows)))
+        glue_all({"sat": median(s_end.values()), "best": median(best[f])},
+                 f"dy1-a{f.split('= ')[-1].replace('.', '')}-")
     controls = [evidence.Comparison(
         "DY-1", f"{v}, at its best rate, ends within 0.05 nats of LayerNorm", "norms",
         "norm", v, "LayerNorm", "equal", own_rate=True, margin=0.05)
         for v in ("DyT, no √d embedding scale", "no norm") if v in names]
     ctrl = [(c, c.effect(nrecs)) for c in controls]
-    glue("dy1-controls", md(effects_table(ctrl)) if ctrl else md(
-        "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d embedding "
-        "scale* and *no norm*, queued for a later session."))
-    glue("dy1-controls-note", dyt_controls_note(nrecs) if len(ctrl) == 2 else "")
-    glue("dy1-evidence", md(effects_table(dy1)))
-    glue("rn1-train", evidence.describe("RN-1", profile, load=load))
-    glue("claim-RN-1", evidence.describe("RN-1", profile, load=load))
-    glue("claim-DY-1", evidence.describe("DY-1", profile, load=load))
-    glue("dy1-train", f"{dy1[0][0].says}: {dy1[0][1].describe()}, {dy1[0][1].verdict}")
-    glue("dy1-alpha", "; ".join([f"{c.says}: {e.describe()}, {e.verdict}" for c, e in dy1[1:]]
-                                + alpha_lines))
-    rn = rn1[0][1]
-    glue("rn1-mean", rn.mean)
-    glue("rn1-ci", f"{rn.low:+.2f} to {rn.high:+.2f}")
-    glue("dy1-mean", dy1[0][1].mean)
-    glue("dy1-ci", f"{dy1[0][1].low:+.2f} to {dy1[0][1].high:+.2f}")
-
-    import matplotlib.pyplot as plt
-
+    glue_all({
+        "dy1-alpha-table": md(md_table(["variant", "best rate", "best held-out loss (median)",
+                                        "LR sensitivity", "% saturated at the end, per seed"],
+                                       alpha_rows)),
+        "dy1-controls": md(effects_table(ctrl)) if ctrl else md(
+            "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d "
+            "embedding scale* and *no norm*, queued for a later session."),
+        "dy1-controls-note": dyt_controls_note(nrecs) if len(ctrl) == 2 else "",
+        "dy1-evidence": md(effects_table(dy1)),
+        "rn1-train": evidence.describe("RN-1", profile, load=load),
+        "claim-RN-1": evidence.describe("RN-1", profile, load=load),
+        "claim-DY-1": evidence.describe("DY-1", profile, load=load),
+        "dy1-train": f"{dy1[0][0].says}: {dy1[0][1].describe()}, {dy1[0][1].verdict}",
+        "dy1-alpha": "; ".join([f"{c.says}: {e.describe()}, {e.verdict}" for c, e in dy1[1:]]
+                               + alpha_lines)})
+    glue_effect("rn1", rn1[0][1])
+    glue_effect("dy1", dy1[0][1])
     fig, (a, b) = figure(P, ncols=2, width=9.4, height=4.0, task=nrecs[0].task)
     lr_curves(a, nrecs, names, axis="norm", colors=NORM_COLORS,
               title="final held-out loss against the learning rate")
