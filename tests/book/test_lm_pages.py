@@ -145,18 +145,21 @@ def test_dyt_controls_note_reads_the_controls_from_the_records():
 def test_init_sentence_names_the_law_that_fails_and_whether_the_encoder_fails_it_too():
     laws = ("Post-LN grows like N", "Pre-LN grows like ln N", "Post-LN over 3× Pre-LN at the deepest N")
     fit = lambda *held: {"parts": dict(zip(laws, held))}  # noqa: E731
-    assert "holds" in lm_pages.init_sentence(fit(True, True, True), fit(True, True, True))
-    both = lm_pages.init_sentence(fit(True, False, True), fit(True, False, True))
+    sentence = lambda lm, enc: lm_pages.init_verdicts(lm, enc, False)[0]  # noqa: E731
+    assert "holds" in sentence(fit(True, True, True), fit(True, True, True))
+    both = sentence(fit(True, False, True), fit(True, False, True))
     assert "“Pre-LN grows like ln N” fails in the LM and in the encoder alike" in both
     assert "not borne out" in both and "Post-LN grows like N" not in both
-    lm_only = lm_pages.init_sentence(fit(False, True, True), fit(True, True, True))
+    lm_only = sentence(fit(False, True, True), fit(True, True, True))
     assert "“Post-LN grows like N” fails in the LM (the encoder follows it)" in lm_only
 
 
 def test_init_takeaway_says_the_laws_hold_only_where_the_verdict_does():
     laws = ("Post-LN grows like N", "Pre-LN grows like ln N", "Post-LN over 3× Pre-LN at the deepest N")
     fit = lambda *held: {"parts": dict(zip(laws, held))}  # noqa: E731
-    assert lm_pages.init_takeaway(fit(True, True, True), True).startswith("follow")
-    missed = lm_pages.init_takeaway(fit(True, False, True), False)
+    takeaway = lambda lm, same: lm_pages.init_verdicts(lm, lm, same)[1]  # noqa: E731
+    assert takeaway(fit(True, True, True), True).startswith("follow")
+    missed = takeaway(fit(True, False, True), False)
     assert missed.startswith("do not follow") and "“Pre-LN grows like ln N” fails" in missed
-    assert "encoder's do not" in lm_pages.init_takeaway(fit(True, True, True), False)
+    assert missed.endswith("(“Pre-LN grows like ln N” fails)")
+    assert "encoder's do not" in takeaway(fit(True, True, True), False)

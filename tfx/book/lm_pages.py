@@ -58,17 +58,9 @@ def best_losses(recs, **point) -> dict:
     return {s: v["best"] for s, v in per.items()}
 
 
-def best_rate(recs, **point) -> str:
-    """The group's best learning rate's name: the book's one definition, the lowest mean
-    held-out loss at the end over the seeds (:func:`tfx.runs.effects.best_rate`)."""
-    return effects.best_rate(recs, **point).variant
-
-
 def glue_sweep_size(prefix: str, recs,
                     keys=("runs", "minutes", "layers", "d", "steps", "seeds", "rates", "lr-range")):
-    """Glue a recorded sweep's size as ``<prefix>-<key>`` for ``keys`` among runs, minutes
-    (recorded one run at a time), layers, d, steps, batch, seeds, rates (how many learning
-    rates) and lr-range ('3e-4 to 3e-1')."""
+    """Glue a recorded sweep's size as ``<prefix>-<key>`` for ``keys`` (batch too)."""
     cfg, tc = recs[0].config, recs[0].train_config
     rates = {r.train_config.lr: r.point.get("lr", f"{r.train_config.lr:g}") for r in recs}
     size = {"runs": len(recs), "minutes": sum(r.wall_time for r in recs) / 60,
@@ -98,8 +90,7 @@ def gpu_section(rs, rows: str, cols: str, key: str):
 
 
 def glue_lm_task(task) -> None:
-    """Glue the LM corpus's size (``lm-sentences``, ``-valid``, ``-vocab``), its chance loss
-    and the uniform guess ln V."""
+    """Glue the LM corpus's size (``lm-*``), its chance loss and the uniform guess ln V."""
     glue_all({"sentences": f"{task.size('train'):,}", "valid": f"{task.size('valid'):,}",
               "vocab": f"{task.tgt_vocab:,}", "chance": task.chance_loss,
               "uniform": float(np.log(task.tgt_vocab))}, "lm-")
@@ -137,38 +128,31 @@ def glue_lm_init(at_init: dict, fits: dict, depths, lm: str, enc: str) -> bool:
     if 8 in depths:  # exercise 1: Pre-LN's Σβ²_ii at N = 8 against H_17 − 1
         glue("ex13-measured", float(beta["pre"].mean(1)[list(depths).index(8)]))
         glue("ex13-predicted", sum(1 / (i + 1) for i in range(1, 17)))
-    glue("lm1-init-verdict", init_sentence(lm_f, fits[enc]))
     same = all(f["holds"] for f in fits.values())
-    glue("lm1-init-takeaway", init_takeaway(lm_f, same))
+    glue_all(dict(zip(("verdict", "takeaway"), init_verdicts(lm_f, fits[enc], same))), "lm1-init-")
     return same
 
 
-def init_sentence(lm_fit: dict, enc_fit: dict) -> str:
-    """What the init-time fits (:func:`tfx.theory.change.depth_laws`) say, law by law: whether
-    the LM follows each law, and whether the encoder misses the same ones."""
-    missed = [p for p, ok in lm_fit["parts"].items() if not ok]
+def init_verdicts(lm_fit: dict, enc_fit: dict, same: bool) -> tuple:
+    """What the init-time fits (:func:`tfx.theory.change.depth_laws`) say: (the sentence, law
+    by law, with whether the encoder misses the same laws; the takeaway's phrase, 'as the
+    encoder's' only where both follow every law, ``same``)."""
+    missed = "”, “".join(p for p, ok in lm_fit["parts"].items() if not ok)
+    same_text = "follow Theorem 2's laws, as the encoder's do"
     if not missed:
-        return "follow Theorem 2's laws, as in the encoder: the first half of LM-1 holds"
-    both = all(not enc_fit["parts"][p] for p in missed)
+        return ("follow Theorem 2's laws, as in the encoder: the first half of LM-1 holds",
+                same_text if same else "follow Theorem 2's laws, though the encoder's do not "
+                "at this scale")
+    both = all(not ok for p, ok in enc_fit["parts"].items() if not lm_fit["parts"][p])
     where = "in the LM and in the encoder alike" if both else "in the LM (the encoder follows it)"
-    return (f"do not follow every law of Theorem 2 at this scale: “{'”, “'.join(missed)}” fails "
-            f"{where} (the fits above), so the first half of LM-1 is not borne out here")
-
-
-def init_takeaway(lm_fit: dict, same: bool) -> str:
-    """Chapter 14's takeaway on the init half: 'follow the encoder's laws' only where both
-    follow every law (``same``), else the laws the LM misses, named."""
-    missed = [p for p, ok in lm_fit["parts"].items() if not ok]
-    if same:
-        return "follow Theorem 2's laws, as the encoder's do"
-    if not missed:
-        return "follow Theorem 2's laws, though the encoder's do not at this scale"
-    return f"do not follow every law of Theorem 2 at this scale (“{'”, “'.join(missed)}” fails)"
+    fails = "do not follow every law of Theorem 2 at this scale"
+    return (f"{fails}: “{missed}” fails {where} (the fits above), so the first half of LM-1 is "
+            "not borne out here", same_text if same else f"{fails} (“{missed}” fails)")
 
 
 def glue_lm_sweep(lrecs, lr_names, warmups) -> None:
-    """Glue the size and recipe of ``experiments/lm.toml`` (``lm-*``) and ``lm-final-tables``:
-    every seed's held-out loss at the end, one table per warmup (placement × rate)."""
+    """Glue ``experiments/lm.toml``'s size and recipe (``lm-*``) and ``lm-final-tables``
+    (every seed's end loss, one placement × rate table per warmup)."""
     glue_sweep_size("lm", lrecs, ("layers", "d", "steps", "batch", "runs", "seeds"))
     glue_all({"warm": results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup,
               "lrs": ", ".join(lr_names), "outcomes": outcome_counts(lrecs),
@@ -241,9 +225,8 @@ def glue_lm1(lm1, same: bool, lm_fit: dict, lrecs, profile: str, warm_name: str)
 
 
 def lm_stream(P, lrecs, placements, warm: str, lr: str):
-    """The variance of the stream entering each sub-layer, at the first probe (dotted) and
-    at the end, every seed at ``lr`` with warmup ``warm``; glues ``lm-stream-*`` (medians
-    over seeds) and ``lm-stream-table`` (per seed). Returns the figure."""
+    """The variance of the stream entering each sub-layer, first probe (dotted) and end, every
+    seed at ``lr`` with warmup ``warm``; glues ``lm-stream-*`` (medians, a per-seed table)."""
     fig, ax = figure(P, width=7.0, height=3.6, task=lrecs[0].task)
     growth, jumps = {}, {}
     for p in placements:
@@ -285,10 +268,9 @@ def logits_lr_figure(P, lrecs, fixes):
 
 
 def judge(claim: str, lrecs, profile: str) -> list:
-    """A claim's registered comparisons (:mod:`tfx.book.evidence`) with their effects; glues
-    ``claim-<ID>``, ``status-<ID>``, ``<id>-status`` and ``<id>-evidence``. A profile whose
-    grid lacks a rate the registry reads (quick) gets the comparisons it recorded; one on
-    another sweep (fresh seeds) reads that sweep's book records."""
+    """A claim's registered comparisons (:mod:`tfx.book.evidence`) and effects; glues
+    ``claim-<ID>``, ``status-<ID>``, ``<id>-status``, ``<id>-evidence``. A grid that lacks a
+    registered rate (quick) gets the comparisons it recorded."""
     load = evidence.reading(lrecs)
     comps = evidence.BY_CLAIM[claim]
     here = [c for c in comps if results.select(load(c.experiment), **c.point)]
@@ -315,18 +297,17 @@ def judge(claim: str, lrecs, profile: str) -> list:
 
 
 def best_and_high_rate(lrecs, lr_names) -> tuple:
-    """(the no-fix runs' best rate (:func:`best_rate`), the lowest rate above it at which no
-    seed without a fix learned by the outcome rule; else the top rate)."""
-    best_k = lr_names.index(best_rate(lrecs, fix="no fix"))
+    """(the no-fix runs' best rate (``effects.best_rate``), the lowest rate above it at which
+    no seed without a fix learned by the outcome rule, else the top rate)."""
+    best_k = lr_names.index(effects.best_rate(lrecs, fix="no fix").variant)
     above = [lr for lr in lr_names[best_k + 1:] if not any(
         outcome.learned(r) for r in results.select(lrecs, fix="no fix", lr=lr))]
     return lr_names[best_k], (above[0] if above else lr_names[-1])
 
 
 def logit_traces_figure(P, lrecs, best_lr: str, high_lr: str):
-    """The largest attention logit (top) and lowest head entropy (bottom) over training,
-    without a fix (left) and with QK-norm (right), at the no-fix curve's best rate (solid)
-    and at ``high_lr`` (dashed). Each row shares its y-scale, so the panels compare."""
+    """Largest attention logit (top) and lowest head entropy (bottom) over training, no fix
+    (left) and QK-norm (right), at the best rate (solid) and ``high_lr`` (dashed)."""
     fig, axes = figure(P, ncols=2, nrows=2, width=9.4, height=6.4, sharex=True,
                        sharey="row", task=lrecs[0].task)
     for col, f in enumerate(("no fix", "QK-norm")):
@@ -374,8 +355,7 @@ def lg1_effects_figure(P, lg1, task: str):
 
 
 def log_z_figure(P, lrecs, lr_names, high_lr: str):
-    """log Z at the end against the learning rate (every seed) and over training at
-    ``high_lr``, without a fix and with the z-loss."""
+    """log Z at the end against the rate, and over training at ``high_lr``, no fix/z-loss."""
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, sharey=True,
                              task=lrecs[0].task)
     for f in ("no fix", "z-loss"):
@@ -395,8 +375,8 @@ def log_z_figure(P, lrecs, lr_names, high_lr: str):
 
 
 def glue_zl1(lrecs, best_lr: str, high_lr: str) -> None:
-    """Glue ZL-1's measurements: where log Z starts and ends, how much of its distance from
-    0 the z-loss removed (``traces.pull_to_zero``), and what the z-loss cost."""
+    """Glue ZL-1's log Z at start and end, the share of its distance from 0 the z-loss
+    removed (``traces.pull_to_zero``) and the z-loss's cost (``zl-*``)."""
     pulled = traces.pull_to_zero(results.select(lrecs, fix="z-loss"),
                                  results.select(lrecs, fix="no fix"))
     z, none = best_losses(lrecs, fix="z-loss"), best_losses(lrecs, fix="no fix")
@@ -418,11 +398,9 @@ def glue_zl1(lrecs, best_lr: str, high_lr: str) -> None:
 
 
 def ec1(P, lrecs, lr_names, best_lr: str):
-    """EC-1 at this scale: which runs without a fix failed, learned or are still learning;
-    where the still-learning runs above the best rate part from the learned ones in lowest
-    head entropy and in held-out loss (``traces.separation_step``, no threshold). Glues
-    ``ec-*``, ``claim-EC-1`` and ``status-EC-1`` (not testable: no run failed); returns the
-    figure."""
+    """EC-1 at this scale: how the no-fix runs ended, and where the still-learning runs above
+    the best rate part from the learned ones (``traces.separation_step``, no threshold) in
+    entropy and loss. Glues ``ec-*``, ``claim-EC-1``, ``status-EC-1``; returns the figure."""
     nofix = results.select(lrecs, fix="no fix")
     verdict = {id(r): outcome.judge(r).verdict for r in nofix}
     failed = [r for r in nofix if verdict[id(r)] in outcome.FAILED]
@@ -495,10 +473,9 @@ PLACEMENT_SCHEMES = {"Pre-LN": "pre", "Peri-LN": "peri-ln", "output norm": "outp
 
 
 def placements_init(pl: dict, depths, seeds: int) -> dict:
-    """Read ``norms.placement_diagnostics`` results ``pl[(scheme, N, seed)]``: the stream's
-    mean square per layer at the deepest N (mean over seeds), its slope per layer
-    (``fit.fit_linear``), and for 1/√ℓ its fit against the harmonic number H_ℓ. Glues the
-    ``pl1_*`` values and ``pl1-init-table``; returns {"stream", "slope", "across"}."""
+    """From ``norms.placement_diagnostics`` results ``pl[(scheme, N, seed)]``: the stream's
+    mean square per layer at the deepest N, its slope per layer (``fit.fit_linear``), 1/√ℓ's
+    fit against H_ℓ; glues ``pl1_*``, ``pl1-init-table``; returns {stream, slope, across}."""
     from ..theory import fit
 
     schemes = sorted({k[0] for k in pl}, key=list(PLACEMENT_GLUE).index)
@@ -536,8 +513,8 @@ def placements_init(pl: dict, depths, seeds: int) -> dict:
 
 
 def placements_init_figure(P, init: dict, depths, seeds: int):
-    """The stream per layer at the deepest N, and against N the last/first FFN gradient
-    and the output change under a random 1 % perturbation (dots: seeds)."""
+    """The stream per layer at the deepest N; against N, the last/first FFN gradient and the
+    output change under a random 1 % perturbation."""
     fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.8)
     layers = np.arange(1, depths[-1] + 1)
     for name, v in init["stream"].items():
@@ -602,9 +579,8 @@ def depth_scalings_figure(P, mult: dict, depths, slopes: dict):
 
 
 def glue_placements_trained(precs, names, lrs) -> None:
-    """Glue the placements sweep's size (``pt-*``), Pre-LN's top stream across the rates,
-    each scheme's best rate, Sub-LN's and Post-LN's readings, and ``pt-ratio-table``: every
-    seed's top stream as a multiple of Pre-LN's at each rate (with growth and best loss)."""
+    """Glue the placements sweep's size and readings (``pt-*``): each scheme's best rate, top
+    stream across the rates and, per seed, as a multiple of Pre-LN's (``pt-ratio-table``)."""
     glue_sweep_size("pt", precs, ("layers", "d", "steps", "batch", "seeds"))
     top = {(n, lr): per_seed(precs, top_stream, placement=n, lr=lr) for n in names for lr in lrs}
     growths = {n: {s: top[n, lrs[-1]][s] / lo for s, lo in top[n, lrs[0]].items()
@@ -645,8 +621,7 @@ def glue_placements_trained(precs, names, lrs) -> None:
 
 
 def placements_trained_figure(P, precs, names, lrs, lr: str):
-    """Held-out loss at the end against the rate; the top stream against the rate (every
-    seed); the stream entering every sub-layer at ``lr``."""
+    """End loss and top stream against the rate; the stream per sub-layer at ``lr``."""
     colors = {label: color(scheme) for label, scheme in PLACEMENT_SCHEMES.items()}
     fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.6, task=precs[0].task)
     lr_curves(a, precs, names, axis="placement", colors=colors,
@@ -669,8 +644,7 @@ def placements_trained_figure(P, precs, names, lrs, lr: str):
 
 
 def pl1_effects_figure(P, pl1, task: str):
-    """PL-1's comparisons, one row each: a scheme minus Pre-LN in the stream's growth, read
-    from the bottom sub-layer (``c.part`` 'bottom to top') and from the second layer on."""
+    """PL-1's comparisons: a scheme minus Pre-LN in the stream's growth, one row each."""
     return effects_figure(P, [(f"{c.a} − Pre-LN, {c.part}", e) for c, e in pl1], task=task,
                           title=f"PL-1 at lr {pl1[0][0].point['lr']}: the stream's growth, "
                                 "paired by seed, 95 % interval",
@@ -693,8 +667,8 @@ def gain_figure(P, input_norms, gain: dict, d: int):
 
 
 def saturation_figure(P, alphas, share, predicted, depth: int):
-    """Left: the saturated share against the initial α (each seed, the range over modules,
-    the Gaussian prediction); right: the share per module for four values of α."""
+    """The saturated share against the initial α (measured, Gaussian prediction), and per
+    module for four values of α."""
     fig, (a, b) = figure(P, ncols=2, width=9.4)
     for s in range(share.shape[1]):
         a.semilogx(alphas, 100 * share[:, s].mean(1), "o", color=NORM_COLORS["DyT"], ms=4,
@@ -723,10 +697,8 @@ def saturated(row: int):
 
 
 def dyt_controls_note(nrecs) -> str:
-    """What DY-1's two controls say, each at its own best rate, paired by seed
-    (:func:`tfx.runs.effects.at_best_rate`): does dropping the √d embedding scale rescue DyT
-    at the default α, and where does no norm end against DyT and LayerNorm; a control whose
-    best rate sits at the grid's edge is named."""
+    """DY-1's two controls at their own best rates (``effects.at_best_rate``): does dropping
+    the √d scale rescue DyT, where does no norm end; a best rate at the grid's edge is named."""
     no_sqrt = effects.at_best_rate(nrecs, "norm", "DyT, no √d embedding scale", "DyT", "lower")
     dyt_vs_none = effects.at_best_rate(nrecs, "norm", "DyT", "no norm", "higher")
     none_vs_ln = effects.at_best_rate(nrecs, "norm", "no norm", "LayerNorm", "higher")
@@ -747,12 +719,9 @@ def dyt_controls_note(nrecs) -> str:
 
 
 def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str, load):
-    """Glue chapter 17's training half: the sweep's size (``nt-*``), every norm's LR
-    sensitivity, rates learned at and best loss per seed (``nt-table``), DyT's saturation
-    in training (``dy1-train-*``, ``dy1-sat-table``), the smaller-α variants
-    (``dy1-alpha-table``), the controls (``dy1-controls``), the evidence and claims-page
-    lines; ``load(experiment, profile)``: the records the registry's comparisons read.
-    Returns (sweep figure, effects figure)."""
+    """Glue chapter 17's training half (``nt-*``, ``dy1-*``, ``rn1-*``, claims-page lines):
+    every norm's LR sensitivity and best loss, DyT's saturation, the α variants and the
+    controls. ``load``: the registry's records. Returns (sweep figure, effects figure)."""
     glue_sweep_size("nt", nrecs)
     summ = {f: sensitivity.summarize(results.select(nrecs, norm=f)) for f in names}
     best = {f: [v["best"] for v in summ[f]["per_seed"].values()] for f in names}
@@ -760,7 +729,7 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str, load):
              fmt(best[f], "{:.3f}")] for f in names]
     head = ["norm", "LR sensitivity, median (range)", "rates learned at, per seed",
             "best held-out loss, per seed"]
-    dyt_best, hi = best_rate(nrecs, norm="DyT"), lrs[-1]
+    dyt_best, hi = effects.best_rate(nrecs, norm="DyT").variant, lrs[-1]
     sat = {"first probe, best rate": per_seed(nrecs, saturated(0), norm="DyT", lr=dyt_best),
            "end, best rate": per_seed(nrecs, saturated(-1), norm="DyT", lr=dyt_best),
            f"end, lr {hi}": per_seed(nrecs, saturated(-1), norm="DyT", lr=hi)}
@@ -777,7 +746,7 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str, load):
               if flat_and_high else "Its LR sensitivity can be read as for the other two."})
     alpha_rows, alpha_lines = [], []
     for f in [f for f in names if f.startswith("DyT, α")]:
-        b = best_rate(nrecs, norm=f)
+        b = effects.best_rate(nrecs, norm=f).variant
         s_end = per_seed(nrecs, saturated(-1), norm=f, lr=b)
         alpha_rows.append([f, b, f"{median(best[f]):.3f}", f"{summ[f]['median']:.2f}",
                            fmt(s_end.values(), "{:.1f}")])
