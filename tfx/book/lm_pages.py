@@ -47,6 +47,15 @@ def probe(name: str, at: int = -1):
     return lambda r: traces.trace(r.history, name)[1][at]
 
 
+def seed_lines(ax, recs, lrs, value, color, label: str, style: dict, **point) -> None:
+    """One line per seed: ``value(record)`` against the learning rate, at each of ``lrs``."""
+    at = [per_seed(recs, value, lr=lr, **point) for lr in lrs]
+    x = [results.select(recs, lr=lr, **point)[0].train_config.lr for lr in lrs]
+    for k, s in enumerate(at[0]):
+        ax.plot(x, [a.get(s, np.nan) for a in at], "o-", color=color,
+                label=label if k == 0 else None, **style)
+
+
 def top_stream(r) -> float:
     """The variance of the stream entering the top sub-layer at the end."""
     return traces.stream_profile(r.history)[1][-1]
@@ -359,11 +368,8 @@ def log_z_figure(P, lrecs, lr_names, high_lr: str):
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, sharey=True,
                              task=lrecs[0].task)
     for f in ("no fix", "z-loss"):
-        ends = {lr: per_seed(lrecs, probe("log_z"), fix=f, lr=lr) for lr in lr_names}
-        lrs = [results.select(lrecs, fix=f, lr=lr)[0].train_config.lr for lr in lr_names]
-        for k, s in enumerate(ends[lr_names[0]]):
-            ax1.plot(lrs, [ends[lr][s] for lr in lr_names], "o-", color=FIX_COLORS[f],
-                     lw=0.8, alpha=0.7, label=f if k == 0 else None)
+        seed_lines(ax1, lrecs, lr_names, probe("log_z"), FIX_COLORS[f], f, dict(lw=0.8, alpha=0.7),
+                   fix=f)
         for r in results.select(lrecs, fix=f, lr=high_lr):
             ax2.plot(*traces.trace(r.history, "log_z"), color=FIX_COLORS[f], lw=1,
                      label=f if r.seed == 0 else None)
@@ -627,12 +633,8 @@ def placements_trained_figure(P, precs, names, lrs, lr: str):
     lr_curves(a, precs, names, axis="placement", colors=colors,
               title="held-out loss at the end")
     a.legend(fontsize=6)
-    lr_values = [results.select(precs, lr=x)[0].train_config.lr for x in lrs]
     for name in names:
-        tops = [per_seed(precs, top_stream, placement=name, lr=x) for x in lrs]
-        for k, s in enumerate(tops[0]):
-            b.plot(lr_values, [t.get(s, np.nan) for t in tops], "o-", color=colors[name],
-                   lw=1, ms=3, label=name if k == 0 else None)
+        seed_lines(b, precs, lrs, top_stream, colors[name], name, dict(lw=1, ms=3), placement=name)
         for r in results.select(precs, placement=name, lr=lr):
             prof = traces.stream_profile(r.history)[1]
             c.plot(np.arange(1, len(prof) + 1), prof, "-", color=colors[name], lw=1)
