@@ -11,7 +11,7 @@ import numpy as np
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_parts, glue_status, part_verdict, status_of
-from .notebook import glue, glue_figure, md, md_table  # noqa: F401 (chapters call lm_pages.glue_figure)
+from .notebook import glue, md, md_table
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
                    effects_figure, effects_plot, figure, log_ticks, lr_curves)
 from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
