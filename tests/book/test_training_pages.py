@@ -379,3 +379,41 @@ def test_wu3_contrast_pairs_post_lns_extra_fall_against_pre_lns_seed_by_seed():
     assert ctl["gradient"].diffs == pytest.approx({0: 1.5, 1: 1.2, 2: 1.5})
     assert ctl["gradient"].verdict == "reproduces"
     assert ctl["gradient"].unit == "decades" and ctl["update"].mean == 0
+
+
+def test_glue_sizes_and_glue_described_glue_each_name_once(monkeypatch):
+    glued = {}
+
+    def glue(name, value, display=False):
+        assert name not in glued, name
+        glued[name] = value
+
+    monkeypatch.setattr(pages, "glue", glue)
+    recs = [_rec(s, 1.0, lr=lr) for s in (0, 1) for lr in ("1e-3", "3e-3")]
+    recs[2].train_config = SimpleNamespace(lr=3e-3, steps=100)
+    pages.glue_sizes("x", recs, "seeds", "runs", "rates", "steps", "layers", "d:width")
+    pages.glue_sizes("y", recs, "deep", sep="_")
+    assert glued == {"x-seeds": 2, "x-runs": 4, "x-rates": 2, "x-steps": 100, "x-layers": "2+2",
+                     "x-d": 64, "y_deep": 2}
+    glued.clear()
+    pages.glue_described("e", UP)
+    pages.glue_described("f", UP, "not testable at this scale", "{:+.0f}")
+    assert glued["e"] == UP.describe() and glued["e-mean"] == UP.mean
+    assert glued["e-verdict"] == "reproduces" and glued["f"] == UP.describe("{:+.0f}")
+    assert glued["f-verdict"] == "not testable at this scale"
+
+
+def test_lr_panels_figure_draws_a_row_of_panels_per_variant_of_rows():
+    """With ``rows`` (chapter 12's warmup × depth grid) each panel holds the runs of its row's
+    and column's variants, titled by both."""
+    from tfx.runs import results
+
+    recs = results.load("lr-sensitivity", "quick")
+    if not recs:
+        pytest.skip("no recorded lr-sensitivity sweep in the quick profile")
+    depths = list(dict.fromkeys(r.point["depth"] for r in recs))
+    warms = list(dict.fromkeys(r.point["warmup"] for r in recs))
+    fig = pages.lr_panels_figure(P, recs, ["Post-LN"], "depth", depths,
+                                 lambda d, w: f"{d}, {w}", ("warmup", warms))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [f"{d}, {w}" for w in warms for d in depths]

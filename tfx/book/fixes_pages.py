@@ -1,11 +1,8 @@
 """The bookkeeping of chapters 8–10 (T-Fixup, the Lipschitz initialisation, ReZero and
-DeepNorm), moved out of the pages so that their visible code is the code a reader learns
-from: the figures of a learning-rate sweep and of paired effects, the tables of effects,
-the glued numbers, and the explorers over the recorded sweeps.
+DeepNorm), out of the pages so that their visible code is the code a reader learns from: the
+figures, tables, glued numbers and explorers of their sweeps.
 
     fig = lr_figure(P, recs, "scheme", {"trains": [...], "stream blows up": [...]})
-    fig = plot.effects_figure(P, items)        # items: [(label, Effect), ...]
-    display(Markdown(tables.effects_table(items)))  # one row per paired effect
     glue_effect("tf2_vs_xavier", effect)       # the mean, its 95 % interval, the verdict
 
 A verdict is never decided here: the effects come from :mod:`tfx.runs.effects` (registered in
@@ -14,14 +11,18 @@ A verdict is never decided here: the effects come from :mod:`tfx.runs.effects` (
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
-from ..runs import outcome, results, sensitivity
+from ..runs import effects, outcome, results, sensitivity
+from ..nn import constants
 from .explorer import Explorer
+from . import evidence
 from .notebook import glue, glue_figure, md_table  # noqa: F401 (chapters call fixes_pages.glue_figure)
 from .tables import Signed, outcome_counts
-from .plot import BOUND_COLORS, GREYS, color, effects_plot, figure
+from .training_pages import glue_described, glue_sizes  # noqa: F401 (chapters 8, 9 call them here)
+from .plot import BOUND_COLORS, GREYS, LABELS, color, effects_plot, figure, heatmap, log_ticks
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
 
 # Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz, schemes).
@@ -59,22 +60,17 @@ def glue_effect(name: str, e, fmt=None) -> str:
     ``name_verdict`` (the verdict of :mod:`tfx.runs.effects`); returns the text."""
     text = effect_text(e, fmt)
     glue(name, text)
-    glue(f"{name}_mean", float(e.mean))
-    glue(f"{name}_low", float(e.low))
-    glue(f"{name}_high", float(e.high))
+    for k in ("mean", "low", "high"):
+        glue(f"{name}_{k}", float(getattr(e, k)))
     glue(f"{name}_verdict", e.verdict)
     return text
 
 
 def warm_baseline_values(recs, book, claim: str) -> dict:
-    """What chapters 8 and 9 say of experiments/warm-baselines.toml (``recs``: the profile's
-    records; ``book``: the book records the registry judges): per scheme its best rate and
-    its runs' outcomes there, and per comparison registered for ``claim`` on the sweep
-    (:mod:`tfx.book.evidence`) its effect, mean and verdict, keyed by the baseline's warmup
-    ('warmup 100' -> '100'). Keys are glue names without the chapter's prefix."""
-    from ..runs import effects
-    from . import evidence
-
+    """Chapters 8 and 9 on experiments/warm-baselines.toml (``recs``; ``book``: the records the
+    registry judges), keyed by glue name without the chapter's prefix: per scheme its best rate
+    and outcomes there, per comparison of ``claim`` on the sweep its effect, mean and verdict
+    (keyed by the baseline's warmup: 'warmup 100' -> '100')."""
     out = {"steps": recs[0].train_config.steps, "rates": len({r.train_config.lr for r in recs}),
            "seeds": len({r.seed for r in recs}), "runs": len(recs)}
     for s in dict.fromkeys(r.point["scheme"] for r in recs):
@@ -98,11 +94,9 @@ def warm_baseline_values(recs, book, claim: str) -> dict:
 
 def lr_figure(P, records, axis: str, groups: dict, colors: dict, title: str = ""):
     """Held-out loss at the end against the learning rate, one panel per entry of ``groups``
-    (``{panel title: [variants of axis]}``), every seed thin and the median bold. A panel whose
-    losses reach ``LOG_ABOVE`` times the chance loss gets a log y axis; the y axis never goes
-    below 0. A
-    diverged run has no final loss: it is marked × at the top of its panel, at its rate (the
-    legend says so). Chance dotted. Returns the figure."""
+    (``{panel title: [variants of axis]}``), every seed thin and the median bold, chance
+    dotted; a log y axis where losses reach ``LOG_ABOVE`` × chance, else from 0. A diverged
+    run (no final loss) is marked × at the top of its panel, at its rate."""
     fig, axes = figure(P, ncols=len(groups), width=min(5.0 * len(groups) + 0.6, 9.6), height=4.0,
                        task=records[0].task)
     axes = np.atleast_1d(axes)
@@ -153,11 +147,9 @@ def _thin(xs, ys, n: int):
 
 def sweep_explorer(records, experiment, profile: str, axis: str, default: dict | None = None,
                    title: str = "", points: int = EXPLORER_POINTS) -> Explorer:
-    """Chapters 8 and 9: the cells of a recorded learning-rate sweep (``experiments/t-fixup``:
-    ``axis="scheme"``; ``experiments/lipschitz``: ``axis="init"``), one control for ``axis``
-    and one for the learning rate. Panels, every seed: the training loss (thinned to
-    ``points`` points per seed; chance dashed, each seed's outcome above it) and the held-out
-    loss at each evaluation (the level a run must reach to have learned faint)."""
+    """Chapters 8 and 9: the cells of a recorded learning-rate sweep, one control for ``axis``
+    ("scheme", "init") and one for the rate; panels, every seed: the training loss (thinned to
+    ``points`` per seed) and the held-out loss (:func:`tfx.book.sweep_explorers.cell_panels`)."""
     axes = grid_axes(experiment, profile, (axis, "lr"))
 
     def compute(**cell):
@@ -177,13 +169,13 @@ def glue_tfixup_depth_check(lhs: dict, fits: dict, depths) -> None:
     """Glue the left side of TF-1 across depth (``bounds.tfixup_lhs_sweep`` for m =
     "embedding" and "input", and their log-log fits ``{(m, init, stack): (slope, ...)}``)."""
     for stack in ("encoder", "decoder"):
-        r = lhs["embedding"]["t-fixup"][stack]
-        glue(f"tf_slope_{stack}", fits["embedding", "t-fixup", stack][0])
-        glue(f"tf_Llhs_min_{stack}", float((r["L"] * r["lhs"]).min()))
-        glue(f"tf_Llhs_max_{stack}", float((r["L"] * r["lhs"]).max()))
-        glue(f"tf_xavier_slope_{stack}", fits["embedding", "xavier", stack][0])
+        Llhs = lhs["embedding"]["t-fixup"][stack]["L"] * lhs["embedding"]["t-fixup"][stack]["lhs"]
+        glue(f"tf_Llhs_min_{stack}", float(Llhs.min()))
+        glue(f"tf_Llhs_max_{stack}", float(Llhs.max()))
         glue(f"tf_xavier_lhs_{stack}", float(lhs["embedding"]["xavier"][stack]["lhs"].mean()))
-        glue(f"tf_input_slope_{stack}", fits["input", "t-fixup", stack][0])
+        for key, m, init in (("", "embedding", "t-fixup"), ("xavier_", "embedding", "xavier"),
+                             ("input_", "input", "t-fixup")):
+            glue(f"tf_{key}slope_{stack}", fits[m, init, stack][0])
     glue("tf_depth_min", int(depths[0]))
     glue("tf_depth_max", int(depths[-1]))
 
@@ -192,8 +184,6 @@ def tfixup_lhs_figure(P, lhs: dict, fits: dict):
     """Chapter 8, TF-1 across depth: the left side against L on log-log axes, for T-Fixup and
     Xavier, encoder (filled) and decoder (open), with 1/L dotted; left with m the scaled
     token embeddings, right with m the measured value input."""
-    from .plot import log_ticks
-
     fig, axes = figure(P, ncols=2, width=10)
     for ax, m_kind in zip(axes, ("embedding", "input")):
         for init in ("t-fixup", "xavier"):
@@ -220,19 +210,16 @@ def tfixup_lhs_figure(P, lhs: dict, fits: dict):
 
 def geo_mean_rows(vals):
     """Geometric mean over seeds at each depth, of the seeds whose value is finite and > 0."""
-    out = []
-    for row in np.asarray(vals, dtype=float):
-        ok = row[np.isfinite(row) & (row > 0)]
-        out.append(np.exp(np.log(ok).mean()) if ok.size else np.nan)
-    return np.array(out)
+    v = np.asarray(vals, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row with no such seed: NaN
+        return np.exp(np.nanmean(np.where(np.isfinite(v) & (v > 0), np.log(v), np.nan), axis=1))
 
 
 def output_change_figure(P, oc: dict, names: dict, items):
     """TF-1's and DN-1's aim (chapters 8, 10): left, ‖ΔF‖² after one Adam step against depth
     (every seed thin, the geometric mean bold) for each scheme of ``names`` ({key of oc: label},
     the scheme under test first); right, the forest plot of the depth-exponent effects ``items``."""
-    from .plot import log_ticks
-
     fig, (a, b) = figure(P, ncols=2, width=9.6, height=3.8)
     for key, name in names.items():
         c = color({"xavier": "none"}.get(key, key))
@@ -249,24 +236,24 @@ def output_change_figure(P, oc: dict, names: dict, items):
     return fig
 
 
-def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
-    """Glue the facts of the T-Fixup sweep (``experiments/t-fixup``) the text states and return
-    ``{scheme: BestRate}``, each scheme's own best rate (:func:`tfx.runs.effects.best_rate`)."""
-    from ..nn import constants
-    from ..runs import effects
+def glue_sweep(prefix: str, recs, axis: str, names, warm: str = "") -> dict:
+    """Glue a recorded sweep's sizes (``<prefix>_seeds``, ``_steps``, ``_deep``, ``_width``;
+    ``_warmup``: the warmup of the variant ``warm`` of ``axis``) and return ``{name: BestRate}``
+    for each variant ``name`` of ``axis``, its own best rate (:func:`tfx.runs.effects.best_rate`)."""
+    glue_sizes(prefix, recs, "seeds", "steps", "deep", "width", sep="_")
+    if warm:
+        glue(f"{prefix}_warmup", results.select(recs, **{axis: warm})[0].train_config.warmup)
+    return {n: effects.best_rate(recs, **{axis: n}) for n in names}
 
-    schemes = [n for n, _ in exp.grid(profile)["scheme"]]
-    r0 = recs[0]
-    n_layers = r0.config.n_enc
-    glue("tf_seeds", len({r.seed for r in recs}))
-    glue("tf_steps", r0.train_config.steps)
-    glue("tf_deep", n_layers)
-    glue("tf_width", r0.config.d_model)
-    glue("tf_warmup", results.select(recs, scheme="Post-LN, warmup")[0].train_config.warmup)
-    factor = constants.tfixup_scale_factors(n_layers, 0)["encoder"]["weights"]
+
+def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
+    """Chapter 8: :func:`glue_sweep` of ``experiments/t-fixup`` (``tf_*``), T-Fixup's weight
+    factor ``tf_factor`` and each scheme's best rate ``tf_best_<key>``."""
+    best = glue_sweep("tf", recs, "scheme", [n for n, _ in exp.grid(profile)["scheme"]],
+                      "Post-LN, warmup")
+    factor = constants.tfixup_scale_factors(recs[0].config.n_enc, 0)["encoder"]["weights"]
     glue("tf_factor", factor)
     glue("tf_rel_step", 1 / factor)
-    best = {s: effects.best_rate(recs, scheme=s) for s in schemes}
     for s, key in (("T-Fixup", "tfixup"), ("Xavier, no LN", "xavier"), ("Post-LN", "post"),
                    ("Post-LN, warmup", "postwarm"), ("Pre-LN", "pre")):
         glue(f"tf_best_{key}", best[s].variant)
@@ -274,38 +261,30 @@ def glue_tfixup_sweep(recs, exp, profile: str) -> dict:
 
 
 def glue_schemes_sweep(recs, schemes) -> dict:
-    """Glue the facts of chapter 10's sweep (``experiments/schemes``) the text states (``sc_*``:
-    among them the grid's lowest rate ``sc_lr_lowest`` and the outcomes of Post-LN's seeds at its
-    best rate ``sc_post_best_outcomes``) and return ``{scheme: BestRate}``, each scheme's own best
-    rate (:func:`tfx.runs.effects.best_rate`)."""
-    from ..runs import effects
-
-    r0 = recs[0]
-    glue("sc_runs", len(recs))
-    glue("sc_seeds", len({r.seed for r in recs}))
-    glue("sc_rates", len({r.point["lr"] for r in recs}))
-    glue("sc_steps", r0.train_config.steps)
-    glue("sc_deep", r0.config.n_enc)
-    glue("sc_width", r0.config.d_model)
-    glue("sc_task", r0.task)
-    best = {s: effects.best_rate(recs, scheme=s) for s in schemes}
+    """Chapter 10: :func:`glue_sweep` of ``experiments/schemes`` (``sc_*``), per scheme its best
+    rate and window (median number of rates a seed learned at), the unbracketed schemes,
+    Post-LN's lowest rate ending above chance and its outcomes at its best rate, and the
+    grid's lowest rate ``sc_lr_lowest``."""
+    chance = recs[0].history.chance_loss
+    best = glue_sweep("sc", recs, "scheme", schemes)
+    glue_sizes("sc", recs, "runs", "rates", sep="_")
+    glue("sc_task", recs[0].task)
     for s in schemes:
-        glue(f"sc_best_{s.lower().replace('-', '')}", best[s].variant)
+        key = s.lower().replace("-", "")
+        glue(f"sc_best_{key}", best[s].variant)
+        win = sensitivity.windows(results.select(recs, scheme=s)).values()
+        glue(f"sc_win_{key}", int(np.median(list(win))))
     glue("sc_unbracketed", ", ".join(g["scheme"] for g in effects.unbracketed(recs, axis="lr"))
          or "none")
-    post = results.select(recs, scheme="Post-LN")  # its lowest rate whose every run ends above chance
+    post = results.select(recs, scheme="Post-LN")
     rates = [name for _, name in sorted({r.train_config.lr: r.point["lr"] for r in post}.items())]
-    above = [lr for lr in rates if all(effects.end_loss(r) > r0.history.chance_loss
-                                       for r in results.select(post, lr=lr))]
+    above = [lr for lr in rates
+             if all(effects.end_loss(r) > chance for r in results.select(post, lr=lr))]
     glue("sc_post_stuck", above[0] if above else "no rate of the grid")
-    grid = sorted({r.train_config.lr: r.point["lr"] for r in recs}.items())
-    glue("sc_lr_lowest", grid[0][1])  # the grid's lowest rate, as the records name it
+    glue("sc_lr_lowest", min((r.train_config.lr, r.point["lr"]) for r in recs)[1])
     at_best = outcome.summarize(results.select(post, lr=best["Post-LN"].variant))
-    glue("sc_post_best_outcomes",  # 'still learning 5 of 5': Post-LN's seeds at its best rate
+    glue("sc_post_best_outcomes",  # 'still learning 5 of 5'
          ", ".join(f"{k} {n}" for k, n in at_best["counts"].items() if n) + f" of {at_best['n']}")
-    for s in schemes:  # the window: at how many rates of the grid a seed learned (median)
-        win = sensitivity.windows(results.select(recs, scheme=s)).values()
-        glue(f"sc_win_{s.lower().replace('-', '')}", int(np.median(list(win))))
     return best
 
 
@@ -322,15 +301,14 @@ def glue_v1_scales(scales: dict) -> None:
     (``{init: {stack: {...}}}``): σ, w/σ and the share of the embedding carried to the top."""
     for init, sc in scales.items():
         for stack, r in sc.items():
-            glue(f"lp_sigma_mean_{init}_{stack}", float(r["sigma"].mean()))
-            glue(f"lp_sigma_max_{init}_{stack}", float(r["sigma"].max()))
-            glue(f"lp_sigma_first_{init}_{stack}", float(r["sigma"][0]))
-            glue(f"lp_ratio_mean_{init}_{stack}", float(r["w_over_sigma"].mean()))
-            glue(f"lp_carried_{init}_{stack}", float(r["carried"][-1]))
-            glue(f"lp_n_le1_{init}_{stack}", int((r["sigma"] <= 1).sum()))
+            sigma = r["sigma"]
+            for k, v in (("sigma_mean", sigma.mean()), ("sigma_max", sigma.max()),
+                         ("sigma_first", sigma[0]), ("ratio_mean", r["w_over_sigma"].mean()),
+                         ("carried", r["carried"][-1]), ("range", r["range"].mean())):
+                glue(f"lp_{k}_{init}_{stack}", float(v))
+            glue(f"lp_n_le1_{init}_{stack}", int((sigma <= 1).sum()))
             if init == "xavier":  # the same count for both inits: glued once
-                glue(f"lp_n_sub_{stack}", len(r["sigma"]))
-            glue(f"lp_range_{init}_{stack}", float(r["range"].mean()))
+                glue(f"lp_n_sub_{stack}", len(sigma))
     glue("lp_carried_ratio", scales["lipschitz"]["encoder"]["carried"][-1]
          / scales["xavier"]["encoder"]["carried"][-1])
 
@@ -382,18 +360,10 @@ def interval_std_figure(P, rand, mc0: dict, names):
 
 
 def glue_lipschitz_sweep(recs, exp, profile: str) -> dict:
-    """Glue the facts of the Lipschitz sweep (``experiments/lipschitz``) and return
-    ``{init: BestRate}``, each initialisation's own best rate."""
-    from ..runs import effects
-
+    """Chapter 9: :func:`glue_sweep` of ``experiments/lipschitz`` (``lp3_*``) and each
+    initialisation's best rate and outcomes there (``lp3_best_<key>``, ``lp3_outcomes_<key>``)."""
     inits = [n for n, _ in exp.grid(profile)["init"]]
-    r0 = recs[0]
-    glue("lp3_seeds", len({r.seed for r in recs}))
-    glue("lp3_steps", r0.train_config.steps)
-    glue("lp3_deep", r0.config.n_enc)
-    glue("lp3_width", r0.config.d_model)
-    glue("lp3_warmup", results.select(recs, init="Xavier, warmup")[0].train_config.warmup)
-    best = {i: effects.best_rate(recs, init=i) for i in inits}
+    best = glue_sweep("lp3", recs, "init", inits, "Xavier, warmup")
     for i, key in zip(inits, ("lip", "lin", "xav", "xavwarm")):
         glue(f"lp3_best_{key}", best[i].variant)
         glue(f"lp3_outcomes_{key}", outcome.describe(results.select(recs, init=i, lr=best[i].variant)))
@@ -422,8 +392,6 @@ def rezero_figure(P, drifts: dict, alpha_grad: dict, branch_grad: float, depth: 
     """Chapter 10, RZ-1: left, each scheme's stream drift at initialisation (``{scheme:
     stream_drift}``); right, ReZero's |∂L/∂α_i| per sub-layer of each stack, with the largest
     branch-weight gradient dotted."""
-    from .plot import LABELS
-
     fig, (a, b) = figure(P, ncols=2, width=10)
     for s, d in drifts.items():
         a.plot(np.arange(1, len(d) + 1), d, "o-", ms=3, color=color(s), label=LABELS[s])
@@ -443,11 +411,9 @@ def rezero_figure(P, drifts: dict, alpha_grad: dict, branch_grad: float, depth: 
 
 
 def deepnorm_constants_table(pairs) -> tuple[str, dict]:
-    """DeepNorm's constants under both conventions (``constants.deepnorm_constants``) for each
-    ``(N, M)`` of ``pairs``: a GFM table with α, κ (the code's ``beta``) of the paper and of
-    torchscale, and the balance 2α²κ² of each; and the encoder row of the first
-    encoder–decoder pair (where the conventions differ) as a dict."""
-    from ..nn import constants
+    """DeepNorm's α, κ (the code's ``beta``) and balance 2α²κ² under the paper's and
+    torchscale's conventions (``constants.deepnorm_constants``) per ``(N, M)`` of ``pairs``: a
+    GFM table, and the encoder row of the first encoder–decoder pair as a dict."""
     from ..theory import scaling
 
     rows, enc = [], None
@@ -466,13 +432,10 @@ def deepnorm_constants_table(pairs) -> tuple[str, dict]:
 
 
 def diagnostics_figure(P, diag, schemes, depth: int):
-    """Chapter 10: the init-time diagnostics of ``scaling.init_diagnostics_grid``. Left and
-    middle, the relative output change under a random perturbation and after one Adam step
-    against depth; right, the relative gradient norm of every decoder sub-layer at ``depth``.
-    One legend names every scheme (the colours are the same in the three panels)."""
+    """Chapter 10, ``scaling.init_diagnostics_grid`` per scheme: the relative output change
+    under a random δ and after one Adam step against depth, and the relative gradient norm of
+    every decoder sub-layer at ``depth``."""
     from ..theory import scaling
-    from .plot import LABELS
-
     fig, axes = figure(P, ncols=3, width=9.6, height=4.0)
     for ax, (attr, title) in zip(axes[:2], (("rel_out_change", "‖ΔF‖² / ‖F‖², random δ"),
                                             ("rel_out_change_adam", "‖ΔF‖² / ‖F‖², one Adam step"))):
@@ -497,8 +460,6 @@ def diagnostics_figure(P, diag, schemes, depth: int):
 def dependency_heatmaps(P, diag, depth: int, schemes=("post", "pre", "admin", "rezero", "deepnorm")):
     """Chapter 10: the encoder's layer dependency β_{i,j} at initialisation, one heat map per
     scheme of ``schemes`` at ``depth``, on a 3 × 2 grid."""
-    from .plot import LABELS, heatmap
-
     fig, axes = figure(P, ncols=3, nrows=2, width=10, height=6.2)
     axes.flat[-1].set_axis_off()
     for ax, s in zip(axes.flat, schemes):
@@ -520,28 +481,22 @@ def glue_diagnostics(diag, schemes, depths) -> dict:
     top = depths[-1]
     table = {s: diag[s, top][0] for s in schemes}
     for s, d in table.items():
-        key = s.replace("-", "_")
-        glue(f"dg_{key}_rel", d.rel_out_change)
-        glue(f"dg_{key}_adam", d.rel_out_change_adam)
-        glue(f"dg_{key}_sb", d.sum_beta_diag_sq)
-        glue(f"dg_{key}_dec", d.grad_spread["decoder"])
+        for k, v in (("rel", d.rel_out_change), ("adam", d.rel_out_change_adam),
+                     ("sb", d.sum_beta_diag_sq), ("dec", d.grad_spread["decoder"])):
+            glue(f"dg_{s.replace('-', '_')}_{k}", v)
     glue("dg_depth", top)
     glue("dg_depth_min", depths[0])
-    glue("dg_post_over_dn", table["post"].rel_out_change_adam / table["deepnorm"].rel_out_change_adam)
-    glue("dg_pre_over_dn", table["pre"].rel_out_change_adam / table["deepnorm"].rel_out_change_adam)
-    _, y = scaling.grid_mean(diag, "deepnorm", "rel_out_change")
-    _, yp = scaling.grid_mean(diag, "post", "rel_out_change")
-    glue("dg_dn_random_growth", float(y[-1] / y[0]))
-    glue("dg_post_random_growth", float(yp[-1] / yp[0]))
-    glue("dg_dn_trend", "falls" if y[-1] < y[0] else "grows")
-    glue("dg_post_trend", "grows" if yp[-1] > yp[0] else "falls")
+    for s in ("post", "pre"):
+        glue(f"dg_{s}_over_dn", table[s].rel_out_change_adam / table["deepnorm"].rel_out_change_adam)
+    for s, key in (("deepnorm", "dn"), ("post", "post")):
+        _, y = scaling.grid_mean(diag, s, "rel_out_change")
+        glue(f"dg_{key}_random_growth", float(y[-1] / y[0]))
+        glue(f"dg_{key}_trend", "falls" if y[-1] < y[0] else "grows")
     return table
 
 
 def diagnostics_table(table: dict) -> str:
     """A GFM table of the init-time diagnostics at one depth, one row per scheme."""
-    from .plot import LABELS
-
     return md_table(["scheme", "rel. ‖ΔF‖², random δ", "rel. ‖ΔF‖², one Adam step", "Σβ²_ii",
                      "decoder gradient, bottom/top"],
                     [[LABELS[s], f"{d.rel_out_change:.3g}", f"{d.rel_out_change_adam:.3g}",
@@ -549,38 +504,13 @@ def diagnostics_table(table: dict) -> str:
                      for s, d in table.items()])
 
 
-def training_figure(P, records, schemes: dict, task_name: str, depth: int, lr: float, steps: int):
-    """Chapter 10's training check: left, the training loss of seed 0 of each scheme
-    (``{key: label}``; smoothed over 5 steps, chance dotted); right, every seed's held-out loss
-    at the end per scheme, chance dotted, with a legend."""
-    from ..runs.sweep import by_label, histories
-    from .plot import loss_curves
-
-    fig, (a, b) = figure(P, ncols=2, width=9.6, height=3.8)
-    loss_curves(a, histories(records), smooth=5)
-    a.set_title(f"{task_name}: {depth}+{depth} layers, lr {lr:g}, no warmup (seed 0)", fontsize=9)
-    groups = by_label(records)
-    for k, (key, label) in enumerate(schemes.items()):
-        s = outcome.summarize(groups[label])
-        b.plot([k] * s["n"], s["losses"], "o", color=color(key), ms=6, alpha=0.8, label=label)
-    b.axhline(records[0].history.chance_loss, ls=":", color=GREYS["reference"], lw=1,
-              label="chance")
-    b.set_xticks(range(len(schemes)), list(schemes.values()), fontsize=8)
-    b.set_ylim(bottom=0)
-    b.set_ylabel(f"held-out loss after {steps} steps")
-    b.set_title("every seed", fontsize=9)
-    b.legend(fontsize=7)
-    return fig
-
-
 def convention_effect(records, label: str, task, convention: str = "torchscale"):
-    """Chapter 10's third exercise: train the DeepNorm runs labelled ``label`` (records of
-    ``sweep.run_grid``) again, same configs and seeds, with the encoder κ_e of ``convention``
-    (``scaling.use_deepnorm_convention_``). Returns the paired effect on the held-out loss at
-    the end (``convention`` − paper) and the outcomes of the new runs."""
+    """Chapter 10's third exercise: retrain the DeepNorm runs labelled ``label`` (same configs
+    and seeds) with the encoder κ_e of ``convention`` (``scaling.use_deepnorm_convention_``);
+    returns the paired effect on the final held-out loss (``convention`` − paper) and the new
+    runs' outcomes."""
     from types import SimpleNamespace
 
-    from ..runs import effects
     from ..runs.sweep import build_for_run, by_label
     from ..runs.train import train
     from ..theory import scaling

@@ -13,11 +13,12 @@ import math
 
 import numpy as np
 
-from ..runs import outcome, results, sensitivity
+from ..runs import effects, outcome, results, sensitivity
 from ..runs.sweep import first_step_below
 from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, effects_figure, warmup_colors,
                    figure, lr_curves)
-from .notebook import glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
+from . import evidence
+from .notebook import glue, glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
 from .tables import Signed, cell, interval_text, outcome_counts
 
 # The architectures of the depth, warmup and translation sweeps, by label, in plot.COLORS'.
@@ -28,12 +29,39 @@ PALETTE = {label: color(scheme) for label, scheme in (
     ("T-Fixup (no LN)", "t-fixup"), ("Lipschitz init (Post-LN)", "lipschitz"))}
 
 
+# What a recorded sweep's size is, by name (:func:`glue_sizes`).
+SIZES = {"seeds": lambda rs: len({r.seed for r in rs}), "runs": len,
+         "rates": lambda rs: len({r.train_config.lr for r in rs}),
+         "steps": lambda rs: rs[0].train_config.steps, "lr": lambda rs: rs[0].train_config.lr,
+         "warmup": lambda rs: rs[0].train_config.warmup,
+         "batch": lambda rs: rs[0].train_config.batch_size,
+         "deep": lambda rs: rs[0].config.n_enc, "width": lambda rs: rs[0].config.d_model,
+         "layers": lambda rs: f"{rs[0].config.n_enc}+{rs[0].config.n_dec}"}
+
+
+def glue_sizes(prefix: str, records, *sizes: str, sep: str = "-") -> None:
+    """Glue ``<prefix><sep><size>`` for each of ``sizes`` (a key of :data:`SIZES`, or
+    ``"name:size"`` to glue it as ``<prefix><sep><name>``): the sizes of recorded runs, the
+    numbers a page states of a sweep (seeds, runs, rates; the first run's steps, rate, warmup,
+    batch, depth, width)."""
+    for size in sizes:
+        name, _, size = size.rpartition(":")
+        glue(f"{prefix}{sep}{name or size}", SIZES[size](records))
+
+
 # --------------------------------------------------------------------------- effects
+def glue_described(name: str, e, verdict: str | None = None, fmt: str = "{:+.2f}") -> None:
+    """Glue ``name`` (:meth:`tfx.runs.effects.Effect.describe` with ``fmt``), ``name-mean`` and
+    ``name-verdict``: ``verdict`` where given (the registry's reading,
+    :meth:`tfx.book.evidence.Comparison.verdict`), else the effect's own."""
+    glue(name, e.describe(fmt))
+    glue(f"{name}-mean", e.mean)
+    glue(f"{name}-verdict", verdict or e.verdict)
+
+
 def effects_sentence(opening: str, items, fmt=Signed, interval: bool = True) -> str:
-    """One plain sentence from ``(phrase, Effect)`` items: '<opening> <phrase> by +0.23 nats
-    (95 % CI +0.14 to +0.31; as the paper predicts); …' (without the interval if
-    ``interval`` is false). Built from the effects, so it changes when the records do (the
-    closing chapter cites these sentences)."""
+    """One sentence from ``(phrase, Effect)`` items: '<opening> <phrase> by +0.23 nats (95 % CI
+    +0.14 to +0.31; as the paper predicts); …' (no interval if ``interval`` is false)."""
     say = {"reproduces": "as the paper predicts", "reversed": "the opposite of the paper",
            "not resolved at this scale": "not resolved at this scale"}
     parts = []
@@ -53,19 +81,13 @@ def verdict_tally(effects_) -> str:
     verdicts = [e if isinstance(e, str) else e.verdict for e in effects_]
     if not verdicts:
         raise ValueError("effects_ must hold at least one Effect")
-    counts = {v: verdicts.count(v) for v in dict.fromkeys(
-        ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"))}
-    words = {"reproduces": ("reproduces", "reproduce"),
-             "reversed": ("is reversed", "are reversed"),
-             "not resolved at this scale": ("is not resolved at this scale",
-                                            "are not resolved at this scale"),
-             "not testable at this scale": ("is not testable at this scale",
-                                            "are not testable at this scale")}
     parts = []
-    for v, n in counts.items():
+    for v in ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"):
+        n = verdicts.count(v)
         if n:
             of = "" if parts else f" of {len(verdicts)}"
-            parts.append(f"{n}{of} {words[v][n != 1]}")
+            verb = {"reproduces": (v, "reproduce")}.get(v, (f"is {v}", f"are {v}"))[n != 1]
+            parts.append(f"{n}{of} {verb}")
     return ", ".join(parts)
 
 
@@ -82,11 +104,8 @@ def median_first_last(rs):
 # --------------------------------------------------------------------------- GPU section
 def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
     """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers for
-    ``claims`` that the GPU (``full``-profile) records ``gpu`` (``{experiment: records}``) can
-    read, judged by the same registry and the same statistics as the book profile's (a
-    comparison at a depth the GPU sweep did not run is left out, not failed)."""
-    from . import evidence
-
+    ``claims`` that the GPU records ``gpu`` (``{experiment: records}``) can read (one at a
+    depth the GPU sweep did not run is left out, not failed)."""
     return [(c, c.effect(gpu[c.experiment])) for claim in claims for c in evidence.BY_CLAIM[claim]
             if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
 
@@ -95,8 +114,6 @@ def best_rate_edge(records, **point) -> tuple | None:
     """(where, best variant, 'lowest' or 'highest') for the group at ``point`` when its best
     learning rate (:func:`tfx.runs.effects.best_rate`) sits at the edge of its grid, else None;
     ``where`` names the group by its point's other axes ('Post-LN · warmup')."""
-    from ..runs import effects
-
     b = effects.best_rate(records, **point)
     if b.bracketed:
         return None
@@ -120,31 +137,23 @@ def gpu_edges(gpu: dict, items) -> list[str]:
 
 
 def _why(c, records) -> str:
-    """Why comparison ``c``'s verdict on ``records`` reads as it does, or '': for a converged-
-    quality one whose runs still fall, ' (10 of its 10 runs still falling at the end)'; for a
-    'failure' one whose failing side has runs that neither diverged nor plateaued
-    (:meth:`tfx.book.evidence.Comparison.half`), ' (Post-LN at its best rate: still learning 5
-    of 5; behind at this budget)'."""
-    from . import evidence
-
+    """Why ``c``'s verdict on ``records`` reads as it does, or '': ' (10 of its 10 runs still
+    falling at the end)' (converged quality), ' (Post-LN at its best rate: still learning 5 of
+    5; behind at this budget)' (:meth:`tfx.book.evidence.Comparison.half`)."""
     falling, n = c.still_falling(records) if c.converged else (0, 0)
     if falling:  # Comparison.verdict's rule: not testable at this scale
         return f" ({falling} of its {n} runs still falling at the end)"
     if c.half(records) != evidence.BEHIND:
         return ""
-    _, point = c._point(records, c.a)
     where = " at its best rate" if c.own_rate else ""
-    return f" ({c.a}{where}: {outcome_counts(results.select(records, **point))}; {evidence.BEHIND})"
+    return f" ({c.a}{where}: {outcome_counts(c.side(records, c.a))}; {evidence.BEHIND})"
 
 
 def gpu_verdicts_markdown(gpu: dict, items, cpu: dict | None = None) -> str:
-    """The "At GPU scale" verdicts as a Markdown list: per comparison, the claim, what a
-    reproduction shows, the paired effect with its 95 % interval and the verdict
-    (:meth:`tfx.book.evidence.Comparison.verdict`: converged quality on runs still falling is
-    not testable; a 'failure' whose runs still improve is marked *behind at this budget*,
-    :func:`_why`), and beside it the same comparison on the CPU records ``cpu``
-    (``{experiment: records}``, the book profile) where given; then the sides whose best rate
-    is at the edge of the GPU grid (:func:`gpu_edges`)."""
+    """The "At GPU scale" verdicts as a Markdown list: per comparison the claim, its sentence,
+    the paired effect and the verdict (:meth:`tfx.book.evidence.Comparison.verdict`, with
+    :func:`_why`), the same on the CPU records ``cpu`` (``{experiment: records}``) where given;
+    then the sides whose best rate is at the edge of the GPU grid (:func:`gpu_edges`)."""
     if not items:
         return ("No registered comparison can be read from the GPU records yet; the box at the "
                 "end of the page says how to run the rest.")
@@ -166,9 +175,7 @@ def gpu_verdicts_markdown(gpu: dict, items, cpu: dict | None = None) -> str:
 def gpu_scale(records) -> str:
     """'6+6 and 18+18 layers, d 512, bfloat16 on NVIDIA H200': the sizes and device of GPU
     records, every depth and width they hold (shallowest first)."""
-    def words(values):
-        return " and ".join(str(v) for v in values)
-
+    words = lambda values: " and ".join(map(str, values))  # noqa: E731
     depths = sorted({(c.n_enc, c.n_dec) for c in (r.config for r in records)})
     layers = words(f"{e}+{d}" if d else str(e) for e, d in depths)
     widths = words(sorted({r.config.d_model for r in records}))
@@ -182,9 +189,8 @@ def _devices(records) -> str:
 
 
 def records_profile(P, records):
-    """``P`` as the figure stamp of recorded runs should read: the records' own profile,
-    device (the card's name where recorded) and task, not the page's (a GPU figure on a page
-    built on a CPU says it ran on the GPU)."""
+    """``P`` stamped with the records' own profile, device (card name where recorded) and task,
+    not the page's (a GPU figure on a page built on a CPU says it ran on the GPU)."""
     import dataclasses
 
     r = records[0]
@@ -196,8 +202,6 @@ def gpu_parts(gpu: dict, items, claim: str) -> str:
     """``claim``'s halves as the GPU records ``gpu`` show them: :func:`tfx.book.evidence.parts`'s
     rule over the comparisons of ``claim`` in ``items`` (:func:`gpu_effects`), each half judged
     on its own, a 'failure' whose runs still improve *behind at this budget*."""
-    from . import evidence
-
     mine = [(c, e, c.verdict(gpu[c.experiment], e)) for c, e in items if c.claim == claim]
     if not mine:
         return "none can be read yet"
@@ -301,9 +305,8 @@ def post_ln_windows_figure(P, post_recs):
 
 
 def windows_table(records, rows: str, cols: str) -> str:
-    """A Markdown table: for every variant of ``rows`` × ``cols``, the number of learning
-    rates each seed learned at (its *window*, :func:`tfx.runs.sensitivity.windows`) and the
-    LR sensitivity's median and range over seeds (:func:`tfx.runs.sensitivity.summarize`)."""
+    """Markdown, per variant of ``rows`` × ``cols``: each seed's window (the rates it learned at,
+    :func:`tfx.runs.sensitivity.windows`) and the LR sensitivity's median and range."""
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     cols_ = order(cols)
     table = []
@@ -381,21 +384,17 @@ def first_steps_table(first, names, seeds, recorded) -> str:
 
 
 def first_steps_falls(first, name) -> dict:
-    """``{seed: (log10 fall of the embedding's median |g|, log10 fall of the median |Δθ|/η)}``
-    for the runs of one warmup ``name``: each median's step-1 value over its lowest in the
-    window, in decades."""
+    """``{seed: (fall of the embedding's median |g|, fall of the median |Δθ|/η)}`` for warmup
+    ``name``, in decades: log10 of each median's step-1 value over its lowest."""
     return {s: (math.log10(fs.grad_median[0] / np.nanmin(fs.grad_median)),
                 math.log10(fs.update_median[0] / np.nanmin(fs.update_median)))
             for (w, s), fs in first.items() if w == name}
 
 
 def wu3_effects(first, none, warm) -> dict:
-    """WU-3's two paired effects (:func:`tfx.runs.effects.paired`), seed by seed: how many more
-    decades the embedding's median |g| and the median update per unit learning rate fall without
-    warmup (``none``) than with it (``warm``); the claim predicts 'higher' for both.
-    Returns ``{"gradient": Effect, "update": Effect}``."""
-    from ..runs import effects
-
+    """WU-3's paired effects ``{"gradient": Effect, "update": Effect}``, seed by seed: how many
+    more decades the medians of :func:`first_steps_falls` fall without warmup (``none``) than
+    with it (``warm``); the claim predicts 'higher'."""
     falls = {w: first_steps_falls(first, w) for w in (none, warm)}
     return {what: effects.paired({s: v[k] for s, v in falls[none].items()},
                                  {s: v[k] for s, v in falls[warm].items()}, "higher",
@@ -407,17 +406,11 @@ def wu3_contrast(post: dict, pre: dict) -> dict:
     """Is WU-3's collapse Post-LN's? Per measure ("gradient", "update"), Post-LN's extra fall
     without warmup (:func:`wu3_effects`) minus Pre-LN's, paired by seed; 'higher' when the
     collapse is Post-LN's more than any Transformer's under Adam."""
-    from ..runs import effects
-
     return {k: effects.paired(post[k].diffs, pre[k].diffs, "higher", a="Post-LN", b="Pre-LN",
                               unit="decades") for k in post}
 
 
 # --------------------------------------------------------------------------- chapter 12
-def _depth_losses(rs, top):
-    return _final_or_top(rs, top)
-
-
 def depth_figure(P, recs, archs, depths, learned_level):
     """Left: final loss against depth, every architecture, every seed (with warmup).
     Right: training curves at the greatest depth."""
@@ -426,7 +419,7 @@ def depth_figure(P, recs, archs, depths, learned_level):
     x = np.arange(len(depths))
     for k, a in enumerate(archs):
         c = PALETTE.get(a, "k")
-        ys = [_depth_losses(results.select(recs, architecture=a, depth=dp), 1.15 * chance)
+        ys = [_final_or_top(results.select(recs, architecture=a, depth=dp), 1.15 * chance)
               for dp in depths]
         ax1.plot(x + 0.04 * k, [np.mean(y) for y in ys], "-", color=c, label=a)
         for xi, y in zip(x, ys):
@@ -493,8 +486,6 @@ def best_rate_curves(ax, recs, archs, learned_level: float, **point) -> None:
     """The held-out loss over training of each architecture of ``archs`` at its own best rate
     (:func:`tfx.runs.effects.runs_at_best_rate`) at ``point``, every seed, on ``ax``; the
     learned level dash-dotted and the floor dashed."""
-    from ..runs import effects
-
     for a in archs:
         best, runs = effects.runs_at_best_rate(recs, architecture=a, **point)
         for r in runs:
@@ -506,9 +497,8 @@ def best_rate_curves(ax, recs, archs, learned_level: float, **point) -> None:
 
 
 def long_runs_figure(P, recs, archs, warms, learned_level, budget: int):
-    """Chapter 12, slow or failed: the held-out loss over training of each architecture at its
-    own best rate, one panel per warmup, every seed (:func:`best_rate_curves`), and the step
-    budget of the learning-rate sweep (``budget``) dotted."""
+    """Chapter 12, slow or failed: :func:`best_rate_curves`, one panel per warmup, with the
+    learning-rate sweep's step ``budget`` dotted."""
     fig, axes = figure(P, ncols=len(warms), width=9.4, height=3.6, sharey=True, task=recs[0].task)
     for ax, w in zip(np.atleast_1d(axes), warms):
         best_rate_curves(ax, recs, archs, learned_level, warmup=w)
@@ -520,9 +510,8 @@ def long_runs_figure(P, recs, archs, warms, learned_level, budget: int):
 
 
 def deep_figure(P, recs, archs, learned_level: float):
-    """Chapter 12, at the paper's failing depth: left, the held-out loss at the end against the
-    learning rate (:func:`tfx.book.plot.lr_curves`); right, the held-out loss over training at
-    each architecture's own best rate (:func:`best_rate_curves`)."""
+    """Chapter 12, at the paper's failing depth: left, :func:`tfx.book.plot.lr_curves`; right,
+    :func:`best_rate_curves`."""
     fig, (left, right) = figure(P, ncols=2, width=9.4, height=3.6, task=recs[0].task)
     lr_curves(left, recs, archs, "end of training, every rate")
     left.legend(fontsize=7)
@@ -539,9 +528,8 @@ def loss_at_step(runs, step: int) -> list:
 
 
 def long_runs_table(at_best: dict, budget: int) -> str:
-    """Chapter 12, slow or failed: per ``(architecture, warmup)`` of ``at_best`` (its runs at its
-    own best rate) the rate, the median held-out loss at step ``budget`` and at the end, and the
-    outcomes at the end (Markdown)."""
+    """Per ``(architecture, warmup)`` of ``at_best`` (its runs at its best rate): the rate, the
+    median held-out loss at step ``budget`` and at the end, and the outcomes (Markdown)."""
     rows = [[a, w, runs[0].point["lr"], f"{np.median(loss_at_step(runs, budget)):.2f}",
              f"{np.median([r.history.eval_loss[-1] for r in runs]):.2f}", outcome_counts(runs)]
             for (a, w), runs in at_best.items()]
@@ -549,37 +537,28 @@ def long_runs_table(at_best: dict, budget: int) -> str:
                      "at the end (median)", "outcomes at the end"], rows)
 
 
-def lr_sensitivity_figure(P, lrecs, archs, warms, depths):
-    """Final loss against learning rate, one panel per warmup × depth (tfx.book.plot)."""
-    fig, axes = figure(P, ncols=len(depths), nrows=len(warms), width=9.4,
-                       height=3.0 * len(warms), sharey=True, task=lrecs[0].task)
-    axes = np.array(axes).reshape(len(warms), len(depths))
-    for i, w in enumerate(warms):
-        for j, dp in enumerate(depths):
-            lr_curves(axes[i, j], results.select(lrecs, warmup=w, depth=dp), archs,
-                      title=f"{dp}, {w}")
+def lr_panels_figure(P, recs, archs, axis: str, variants, title=str, rows=None):
+    """Final loss against learning rate (:func:`tfx.book.plot.lr_curves`), every architecture
+    of ``archs``, one panel per variant of ``axis`` (a width, a depth) and, with ``rows=(axis,
+    variants)``, one row of panels per variant of that axis; ``title(v)`` (with rows:
+    ``title(v, row variant)``) names a panel."""
+    r_axis, r_vars = rows or (None, [None])
+    fig, axes = figure(P, ncols=len(variants), nrows=len(r_vars), width=9.4, sharey=True,
+                       height=3.0 * len(r_vars) if rows else 3.2, task=recs[0].task)
+    axes = np.array(axes).reshape(len(r_vars), len(variants))
+    for row, rv in zip(axes, r_vars):
+        for ax, v in zip(row, variants):
+            where = {axis: v, **({r_axis: rv} if rows else {})}
+            lr_curves(ax, results.select(recs, **where), archs,
+                      title=title(v, rv) if rows else title(v))
     axes[0, 0].legend(fontsize=7)
     return fig
 
 
-def lr_panels_figure(P, recs, archs, axis: str, variants, title=str):
-    """Final loss against learning rate, one panel per variant of ``axis`` (a width, a depth),
-    every architecture in ``archs`` on each (:func:`tfx.book.plot.lr_curves`); ``title`` names
-    a panel from its variant."""
-    fig, axes = figure(P, ncols=len(variants), width=9.4, height=3.2, sharey=True, task=recs[0].task)
-    for ax, v in zip(np.atleast_1d(axes), variants):
-        lr_curves(ax, results.select(recs, **{axis: v}), archs, title=title(v))
-    np.atleast_1d(axes)[0].legend(fontsize=7)
-    return fig
-
-
 def identical_reruns(runs, earlier) -> tuple[int, int]:
-    """(how many, of how many) of ``runs`` that have a run in ``earlier`` with the same
-    architecture, seed and learning rate, have the same training and held-out losses at every
-    logged step: a sweep that retrains another's runs checks "same seed, same device, same
-    numbers" for free."""
-    def key(r):
-        return r.point.get("architecture"), r.seed, r.train_config.lr
+    """(how many, of how many) of ``runs`` with a run in ``earlier`` of the same architecture,
+    seed and rate log the same training and held-out losses at every step as it."""
+    key = lambda r: (r.point.get("architecture"), r.seed, r.train_config.lr)  # noqa: E731
 
     before = {key(r): r for r in earlier}
     pairs = [(r, before[key(r)]) for r in runs if key(r) in before]
@@ -677,13 +656,19 @@ def effective_depth_trained_figure(P, ed_runs, title_depth):
     return fig
 
 
+def effective_depth_means(ed_runs) -> dict:
+    """``{(architecture, stack): (mean at init, mean trained)}`` over the seeds of ``ed_runs``
+    (``{(architecture, seed): (before, after)}``, each ``{stack: Σ β²_ii}``)."""
+    seeds = sorted({s for _, s in ed_runs})
+    return {(a, st): tuple(float(np.mean([ed_runs[a, s][k][st] for s in seeds])) for k in (0, 1))
+            for a in dict.fromkeys(a for a, _ in ed_runs) for st in ("encoder", "decoder")}
+
+
 def effective_depth_table(ed_runs) -> str:
     """Mean over seeds of the effective depth at initialisation → trained, per stack."""
-    archs = list(dict.fromkeys(a for a, _ in ed_runs))
-    seeds = sorted({s for _, s in ed_runs})
-    mean = lambda a, st, k: float(np.mean([ed_runs[a, s][k][st] for s in seeds]))  # noqa: E731
-    rows = [[cell(a), *(f"{mean(a, st, 0):.2f} → {mean(a, st, 1):.2f}"
-                        for st in ("encoder", "decoder"))] for a in archs]
+    means = effective_depth_means(ed_runs)
+    rows = [[cell(a), *(f"{means[a, st][0]:.2f} → {means[a, st][1]:.2f}"
+                        for st in ("encoder", "decoder"))] for a in dict.fromkeys(a for a, _ in means)]
     return md_table(["architecture", "encoder: at init → trained", "decoder: at init → trained"],
                     rows)
 
@@ -726,11 +711,8 @@ def translation_figure(P, trecs, archs, warms, lrs):
 
 
 def bracket_sentence(records) -> str:
-    """Whether each group's best learning rate (lowest mean end loss) lies inside the grid:
-    'every group's best rate lies inside it', or 'the best of Post-LN · none (1e-3, the lowest)
-    sits at its edge, so there the optimum is not located' (:func:`best_rate_edge`, per group)."""
-    from ..runs import effects
-
+    """'every group's best rate lies inside it', or 'the best of Post-LN · none (1e-3, the
+    lowest) sits at its edge, so there the optimum is not located' (:func:`best_rate_edge`)."""
     named = [f"{e[0]} ({e[1]}, the {e[2]})"
              for g in effects.groups(records) if (e := best_rate_edge(records, **g))]
     if not named:
@@ -741,13 +723,9 @@ def bracket_sentence(records) -> str:
 
 
 def translation_tables(trecs, lrs) -> str:
-    """Two tables, a row per architecture and warmup and a column per learning rate: the
-    held-out loss at the end (L₀ where a run diverged, :func:`tfx.runs.effects.end_loss`) and
-    the greedy BLEU, each the mean over seeds. The row's best rate (lowest mean loss,
-    :func:`tfx.runs.effects.best_rate`) is in bold; a cell where seeds did not learn or
-    diverged says how many (the book's outcome rule)."""
-    from ..runs import effects
-
+    """Two tables, a row per architecture and warmup, a column per rate: the mean over seeds of
+    the held-out loss at the end (:func:`tfx.runs.effects.end_loss`) and of the greedy BLEU;
+    the row's best rate (:func:`tfx.runs.effects.best_rate`) bold, failed seeds counted."""
     archs = list(dict.fromkeys(r.point["architecture"] for r in trecs))
     warms = list(dict.fromkeys(r.point["warmup"] for r in trecs))
 
