@@ -381,11 +381,10 @@ def output_change_figure(P, N, sweeps: dict, fits: dict, lr: float,
 
 def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
     """AM-2's control for assumption (A2): Adam's first step (``aligned``, an
-    ``output_change_sweep``) against the same step sizes with random signs (``signs``), per
-    architecture: the depth exponent with its interval (``am_signs_k_<pl>``, ``_low``,
-    ``_high``) and the paired effect of the alignment on the exponent, aligned minus random
-    (``am_signs_effect_<pl>``, ``am_signs_verdict_<pl>``; predicted higher) and the number of
-    seeds paired (``am_signs_seeds``). Returns the effects."""
+    ``output_change_sweep``) against the same step sizes with random signs (``signs``): per
+    architecture the depth exponent with its interval (``am_signs_k_<pl>[_low|_high]``) and
+    the paired effect on it, aligned minus random (``am_signs_effect_<pl>``, ``…_verdict_<pl>``;
+    predicted higher), and the seeds paired (``am_signs_seeds``). Returns the effects."""
     from .evidence import depth_growth_effect
 
     out, v = {}, {}
@@ -629,13 +628,11 @@ def records_table(recs) -> str | None:
 
 
 def glue_admin_in_training(profile: str = "book") -> dict:
-    """AD-3's comparisons of chapter 12's recorded runs (:mod:`tfx.book.evidence`; nothing
-    is trained here), at the deep point of ``experiments/lr-sensitivity`` with warmup, each
-    architecture at its own best rate: Post-LN's gap to Pre-LN and to Admin
-    (``ad_train_post_pre``, ``ad_train_post_admin``), the share of the first that Admin
-    closes (``ad_train_closed``), the depth (``ad_train_depth``), and Admin against Pre-LN on
-    the same runs and on translation (``ad_train_admin_pre``, ``…_mt``), each with the claims
-    page's verdict (``…_verdict``). Returns ``{key: (Effect, verdict)}``."""
+    """AD-3's comparisons of chapter 12's records (:mod:`tfx.book.evidence`), deep, with
+    warmup, each architecture at its own best rate: Post-LN's gap to Pre-LN and to Admin
+    (``ad_train_post_pre``, ``…_post_admin``), the share Admin closes (``…_closed``), the
+    depth, and Admin against Pre-LN there and on translation (``…_admin_pre``, ``…_mt``),
+    each with the claims page's verdict (``…_verdict``). Returns ``{key: (Effect, verdict)}``."""
     from . import evidence
     from .fixes_pages import effect_text
 

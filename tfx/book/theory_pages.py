@@ -70,10 +70,9 @@ def glue_signals(profiles: dict, depth: int) -> dict:
 
 
 def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
-    """Left: per weight matrix of Post-LN, the gradient and one SGD and one Adam step
-    (sorted by gradient size). Right: the output change of one Adam step against its
-    learning rate, Post-LN and Pre-LN. ``steps`` is {placement: [toy.first_step result per
-    lr]}; ``sgd`` and ``adam`` are single results at the same learning rate."""
+    """Left: per Post-LN weight matrix (sorted by gradient), the gradient and one SGD and
+    one Adam step (``sgd``, ``adam``: ``toy.first_step`` at one rate). Right: one Adam step's
+    output change against its rate (``steps``: {placement: [first_step per lr]})."""
     fig, (a, b) = plot.figure(P, ncols=2, height=3.6)
     g = np.array(list(adam["grad_rms"].values()))
     order = np.argsort(g)
@@ -215,13 +214,10 @@ def anatomy_losses_figure(P, records, task_name: str, depth: int, lr: float, ste
 
 def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
                      task_name: str) -> str:
-    """Glue the ``an-*`` values of chapter 2's run and return its Markdown table.
-
-    ``keys`` maps the short names ``post``, ``pre``, ``admin`` to the run labels. The table
-    gives each wiring's outcome (by ``tfx.runs.outcome``), its held-out loss at the end and
-    the first step at which its 5-step average training loss fell below 1 nat per token.
-    The caption (``an-headline``) is read from the outcomes: another CPU's rounding can
-    change a chaotic run's path, so no word of it is typed against one machine's run."""
+    """Glue the ``an-*`` values of chapter 2's run (``keys``: ``post``, ``pre``, ``admin`` →
+    run labels); returns a table of each wiring's outcome, final held-out loss and first step
+    with a 5-step mean training loss below 1 nat. The caption (``an-headline``) is read from
+    the outcomes: another CPU can end a chaotic run otherwise."""
     summ, hs = sweep.summary(records), sweep.histories(records)
     v = {"N": depth, "task": task_name, "lr": lr, "steps": steps,
          "chance": records[0].history.chance_loss}
