@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from tfx.book import theory_pages as pages  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
-from tfx.theory import fit, gradients, hidden, jacobian  # noqa: E402
+from tfx.theory import fit  # noqa: E402
 
 P = get_profile("quick")
 
@@ -48,7 +48,7 @@ def test_sgd_matching_lr_inverts_the_quadratic_rule():
 
 
 def test_ln_exercises_answer_with_the_formulas():
-    out = pages.ln_exercises(jacobian)
+    out = pages.ln_exercises()
     assert out["ln_ex1_centred"] == pytest.approx(1.0, rel=1e-8)
     assert out["ln_ex1_shifted"] == pytest.approx(1.0, rel=1e-6)
     assert out["ln_ex1_plain_bound"] < 0.02  # Lemma 3's plain norm is far off
@@ -103,7 +103,7 @@ def test_glue_last_grad_reads_the_interval():
                     for i, n in enumerate(depths)]}
     expo = {pl: fit.exponent_interval(depths, np.array([g[:, -1] for g in grad[pl]]))
             for pl in grad}
-    halves = pages.glue_last_grad(depths, grad, expo, 16, 3, 1.0, 1.0, fit, gradients)
+    halves = pages.glue_last_grad(depths, grad, expo, 16, 3, 1.0, 1.0)
     assert halves == {"post": True, "pre": True}
 
 
@@ -111,7 +111,7 @@ def test_gradient_exercises_measure_the_wider_ffn():
     from tfx.runs.data import synthetic
 
     task = synthetic("reverse", length=P.seq_len)
-    out = pages.gradient_exercises(P, task, hidden, gradients, fit, seeds=2)
+    out = pages.gradient_exercises(P, task, seeds=2)
     assert out["ln3_ex3_r1_pred"] == pytest.approx(1.5)
     assert out["ln3_ex3_r8"] < out["ln3_ex3_r1"]
     assert out["ln4_ex2_lo"] <= out["ln4_ex2_k"] <= out["ln4_ex2_hi"]
@@ -168,8 +168,8 @@ def test_ln4_finite_depth_exponent_and_its_fresh_seed_verdict(monkeypatch):
     seeds' interval, and not otherwise."""
     seen = {}
     monkeypatch.setattr(pages, "glue", lambda name, value, display=False: seen.setdefault(name, value))
-    assert pages.finite_depth_exponent([2, 6, 24], 0.0, 1.0, fit) == pytest.approx(-0.5)
-    k = pages.finite_depth_exponent([2, 6, 12, 18, 24], 1.5, 1.0, fit)
+    assert pages.finite_depth_exponent([2, 6, 24], 0.0, 1.0) == pytest.approx(-0.5)
+    k = pages.finite_depth_exponent([2, 6, 12, 18, 24], 1.5, 1.0)
     assert -0.5 < k < -0.3
     assert pages.glue_ln4_revised({"exponent": -0.35, "low": -0.42, "high": -0.28}, k, range(6, 12))
     assert seen["ln4_fresh_verdict"] == "inside" and seen["ln4_fresh_seeds"] == "6–11"
@@ -196,7 +196,7 @@ def test_anatomy_headline_says_what_the_one_run_shows_and_nothing_typed_against_
         recs = [SimpleNamespace(history=hist)]
         with mock.patch.object(pages.sweep, "summary", return_value=summ), \
                 mock.patch.object(pages.sweep, "histories", return_value={"P": hist, "R": good, "A": good}):
-            pages.glue_anatomy_run(recs, {"post": "P", "pre": "R", "admin": "A"}, 6, 3e-3, 6, 32, "reverse")
+            pages.glue_anatomy_run(recs, {"post": "P", "pre": "R", "admin": "A"}, 6, 3e-3, 6, "reverse")
         return dict(glued)
 
     stuck = run("did not learn", [3.3, 3.4, 3.45, 3.42, 3.44, 3.45])

@@ -1,10 +1,6 @@
 """The bookkeeping of chapters 1–4 (why it is hard, anatomy, the LayerNorm Jacobian,
-gradients at initialisation), kept out of the reader's way.
-
-A chapter page shows the model built, the probe called and the formula checked; the values
-its prose pastes (``glue``), its tables and its figures come from here. Each function takes
-what the page computed and returns a figure, a Markdown table or the values it glued, so a
-test can check it without executing a notebook.
+gradients at initialisation): each function takes what the page computed and returns a
+figure, a Markdown table or the values it glued, so a test can check it without a notebook.
 """
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ import math
 import numpy as np
 
 from ..runs import sweep
+from ..theory import fit, gradients, hidden, jacobian
 from . import plot
 from .notebook import glue, glue_figure, md_table
 
@@ -20,6 +17,18 @@ from .notebook import glue, glue_figure, md_table
 OPTIMISER_COLORS = plot.OPTIMISERS_BESIDE_SCHEMES
 
 
+def glue_all(values: dict, prefix: str = "") -> dict:
+    """Glue every ``values[k]`` as ``prefix + k``; returns them by their glued names."""
+    named = {prefix + k: v for k, v in values.items()}
+    for k, v in named.items():
+        glue(k, v)
+    return named
+
+
+def interval(name: str, e: dict, parts=("", "_lo", "_hi")) -> dict:
+    """An exponent interval ``e`` (:func:`tfx.theory.fit.exponent_interval`) as
+    ``{name + part: value}`` for its exponent, low and high end."""
+    return {name + p: e[k] for p, k in zip(parts, ("exponent", "low", "high"))}
 
 
 # ------------------------------------------------------------------ chapter 1: why hard
@@ -50,30 +59,27 @@ def glue_signals(profiles: dict, depth: int) -> dict:
     activation RMS from the input to the last layer}."""
     act = {k: np.asarray(p["act_rms"]) for k, p in profiles.items()}
     growth = {k: float(v[-1] / v[0]) for k, v in act.items()}
-    glue("wh-depth", depth)
-    glue("wh-plain-act", growth["plain"])
-    glue("wh-plain-grad", float(max(profiles["plain"]["grad_rms"])))
-    glue("wh-plain-per-block", growth["plain"] ** (2 / depth))
-    glue("wh-res-act", growth["residual"])
-    glue("wh-res-act-twice", growth["residual"] ** 2)  # exercise 1: twice the depth
-    glue("wh-post-spread", float(max(act["post"][1:]) / min(act["post"][1:])))
-    glue("wh-pre-act", growth["pre"])
+    glue_all({"depth": depth, "plain-act": growth["plain"],
+              "plain-grad": float(max(profiles["plain"]["grad_rms"])),
+              "plain-per-block": growth["plain"] ** (2 / depth),
+              "res-act": growth["residual"],
+              "res-act-twice": growth["residual"] ** 2,  # exercise 1: twice the depth
+              "post-spread": float(max(act["post"][1:]) / min(act["post"][1:])),
+              "pre-act": growth["pre"]}, "wh-")
     return growth
 
 
 def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
-    """Left: per weight matrix of Post-LN, the gradient and one SGD and one Adam step
-    (sorted by gradient size). Right: the output change of one Adam step against its
-    learning rate, Post-LN and Pre-LN. ``steps`` is {placement: [toy.first_step result per
-    lr]}; ``sgd`` and ``adam`` are single results at the same learning rate."""
+    """Left: per Post-LN weight matrix (sorted by gradient), the gradient and one SGD and
+    one Adam step (``sgd``, ``adam``: ``toy.first_step`` at one rate). Right: one Adam step's
+    output change against its rate (``steps``: {placement: [first_step per lr]})."""
     fig, (a, b) = plot.figure(P, ncols=2, height=3.6)
     g = np.array(list(adam["grad_rms"].values()))
     order = np.argsort(g)
     a.semilogy(g[order], ".", color=plot.GREYS["reference"], label="gradient RMS")
-    a.semilogy(np.array(list(sgd["update_rms"].values()))[order], "1",
-               color=OPTIMISER_COLORS["sgd"], label="SGD step")
-    a.semilogy(np.array(list(adam["update_rms"].values()))[order], "2",
-               color=OPTIMISER_COLORS["adam"], label="Adam step")
+    for opt, r, mk, label in (("sgd", sgd, "1", "SGD"), ("adam", adam, "2", "Adam")):
+        a.semilogy(np.array(list(r["update_rms"].values()))[order], mk,
+                   color=OPTIMISER_COLORS[opt], label=f"{label} step")
     a.set(xlabel="weight matrix (sorted by gradient size)", ylabel="RMS per entry",
           title="Post-LN: one step, per matrix")
     a.legend(fontsize=8)
@@ -94,28 +100,24 @@ def glue_first_step(steps: dict, adam: dict, lrs, change_at, lr: float, warmup: 
     output change of one Adam step; ``lr`` the profile's training rate; returns them."""
     gs = list(adam["grad_rms"].values())
     us = list(adam["update_rms"].values())
-    out = {"wh-N": n_layers, "wh-n-mats": len(gs), "wh-grad-spread": max(gs) / min(gs),
-           "wh-adam-spread": max(us) / min(us), "wh-lr": lr, "wh-warmup": warmup,
-           "wh-sgd-lr": sgd_lr,
-           "wh-change-full": change_at("post", lr),
-           "wh-change-warm": change_at("post", lr / warmup),
-           "wh-logit-norm": steps["post"][0]["output_norm"],
-           "wh-post-over-pre": change_at("post", lr) / change_at("pre", lr),
-           "wh-small-lr": float(lrs[0]),
-           "wh-post-over-pre-small": (steps["post"][0]["output_change"]
-                                      / steps["pre"][0]["output_change"]),
-           **adam_smallest_step(adam, float(lrs[int(np.argmin(abs(np.asarray(lrs) - sgd_lr)))]))}
-    for k, v in out.items():
-        glue(k, v)
-    return out
+    return glue_all({
+        "wh-N": n_layers, "wh-n-mats": len(gs), "wh-grad-spread": max(gs) / min(gs),
+        "wh-adam-spread": max(us) / min(us), "wh-lr": lr, "wh-warmup": warmup,
+        "wh-sgd-lr": sgd_lr, "wh-change-full": change_at("post", lr),
+        "wh-change-warm": change_at("post", lr / warmup),
+        "wh-logit-norm": steps["post"][0]["output_norm"],
+        "wh-post-over-pre": change_at("post", lr) / change_at("pre", lr),
+        "wh-small-lr": float(lrs[0]),
+        "wh-post-over-pre-small": (steps["post"][0]["output_change"]
+                                   / steps["pre"][0]["output_change"]),
+        **adam_smallest_step(adam, float(lrs[int(np.argmin(abs(np.asarray(lrs) - sgd_lr)))]))})
 
 
 def adam_smallest_step(adam: dict, lr: float) -> dict:
     """The weight matrix that Adam's first step (``toy.first_step`` at ``lr``) moves least:
-    its step's RMS over ``lr`` (``wh-adam-min-frac``), its gradient's RMS
-    (``wh-adam-min-grad``), its name (``wh-adam-min-name``), and Adam's ε there
-    (``wh-adam-eps``). On the first step a coordinate moves by lr·|g|/(|g| + ε): about lr
-    where |g| ≫ ε, less where the gradient is near ε."""
+    its step's RMS over ``lr``, its gradient's RMS, its name, and Adam's ε there. On the
+    first step a coordinate moves by lr·|g|/(|g| + ε): about lr where |g| ≫ ε, less where
+    the gradient is near ε."""
     import inspect
 
     from . import toy
@@ -135,8 +137,6 @@ def sgd_matching_lr(eta0: float, change0: float, change_adam: float) -> float:
         raise ValueError(f"eta0={eta0}, change0={change0} must be > 0 and "
                          f"change_adam={change_adam} ≥ 0")
     return eta0 * math.sqrt(change_adam / change0)
-
-
 # The map: problems (left) → mechanisms (middle) → failures (right); the fixes, in green,
 # act on a link with a dashed arrow. Words on the arrows, no claim ids.
 MAP_NODES = {
@@ -213,50 +213,41 @@ def anatomy_losses_figure(P, records, task_name: str, depth: int, lr: float, ste
 
 
 def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
-                     batch_size: int, task_name: str) -> str:
-    """Glue the ``an-*`` values of chapter 2's run and return its Markdown table.
-
-    ``keys`` maps the short names ``post``, ``pre``, ``admin`` to the run labels. The table
-    gives each wiring's outcome (by ``tfx.runs.outcome``), its held-out loss at the end and
-    the first step at which its 5-step average training loss fell below 1 nat per token."""
-    summ = sweep.summary(records)
-    hs = sweep.histories(records)
-    glue("an-N", depth)
-    glue("an-task", task_name)
-    glue("an-lr", lr)
-    glue("an-steps", steps)
-    chance = records[0].history.chance_loss
-    glue("an-chance", chance)
+                     task_name: str) -> str:
+    """Glue the ``an-*`` values of chapter 2's run (``keys``: ``post``, ``pre``, ``admin`` →
+    run labels); returns a table of each wiring's outcome, final held-out loss and first step
+    with a 5-step mean training loss below 1 nat. The caption (``an-headline``) is read from
+    the outcomes: another CPU can end a chaotic run otherwise."""
+    summ, hs = sweep.summary(records), sweep.histories(records)
+    v = {"N": depth, "task": task_name, "lr": lr, "steps": steps,
+         "chance": records[0].history.chance_loss}
     rows = []
     for key, label in keys.items():
         s = summ[label]
-        glue(f"an-{key}-status", s["verdicts"][0])
-        glue(f"an-{key}-loss", s["losses"][0])  # held out, at the end
         t1 = sweep.steps_to_loss(hs[label], 1.0)
+        v |= {f"{key}-status": s["verdicts"][0], f"{key}-loss": s["losses"][0]}  # held out
         if key != "post":
-            glue(f"an-{key}-t1", f"at step {t1}" if t1 else "never within the run")
+            v[f"{key}-t1"] = f"at step {t1}" if t1 else "never within the run"
         rows.append((label, s["verdicts"][0], f"{s['losses'][0]:.3f}",
                      t1 if t1 is not None else "never"))
-    pre, admin = (summ[keys[k]] for k in ("pre", "admin"))
-    glue("an-admin-vs-pre", "below" if admin["losses"][0] < pre["losses"][0] else "above")
     post_h = hs[keys["post"]]
     post_avg = np.convolve(post_h.loss, np.ones(5) / 5, mode="valid")  # as in the figure
     near = sweep.steps_to_loss(post_h, 1.1 * post_h.chance_loss)  # within 10 % of chance
-    glue("an-post-near-chance", f"came within 10 % of chance at step {near}" if near
-         else "never came within 10 % of chance")
-    glue("an-post-min", float(np.nanmin(post_avg)))
-    glue("an-post-min-frac", 100 * float(np.nanmin(post_avg)) / post_h.chance_loss)
-    glue("an-post-finite", "no: every step's loss was finite" if np.isfinite(post_h.loss).all()
-         else "yes: some steps' losses were not finite")
-    # the caption says what this one run shows, from its outcomes (another CPU's rounding can
-    # change a chaotic run's path, so no word of it is typed against one machine's run)
-    verdict = {k: summ[keys[k]]["verdicts"][0] for k in ("post", "pre", "admin")}
+    verdict = {k: v[f"{k}-status"] for k in ("post", "pre", "admin")}
     stuck = verdict["post"] == "did not learn" and abs(post_avg[-1] / post_h.chance_loss - 1) <= 0.1
-    if stuck and verdict["pre"] == verdict["admin"] == "learned":
-        glue("an-headline", "Post-LN stalls near the chance loss while Pre-LN and Admin learn")
-    else:
-        glue("an-headline", "; ".join(f"{n} {verdict[k]}" for k, n in (("post", "Post-LN"), ("pre", "Pre-LN"),
-                                                                            ("admin", "Admin"))))
+    glue_all(v | {
+        "admin-vs-pre": "below" if v["admin-loss"] < v["pre-loss"] else "above",
+        "post-near-chance": f"came within 10 % of chance at step {near}" if near
+                            else "never came within 10 % of chance",
+        "post-min": float(np.nanmin(post_avg)),
+        "post-min-frac": 100 * float(np.nanmin(post_avg)) / post_h.chance_loss,
+        "post-finite": "no: every step's loss was finite" if np.isfinite(post_h.loss).all()
+                       else "yes: some steps' losses were not finite",
+        "headline": "Post-LN stalls near the chance loss while Pre-LN and Admin learn"
+                    if stuck and verdict["pre"] == verdict["admin"] == "learned" else
+                    "; ".join(f"{n} {verdict[k]}" for k, n in
+                              (("post", "Post-LN"), ("pre", "Pre-LN"), ("admin", "Admin")))},
+             "an-")
     return md_table(("wiring", "outcome", "held-out loss (nats/token)",
                      "first step below 1 nat"), rows)
 
@@ -307,20 +298,16 @@ def glue_anatomy_exercises(warm_records, records, keys: dict, depth: int) -> dic
     (ex. 2), and the sub-layers and LayerNorms of an N+N model (ex. 3); returns them."""
     from ..nn.model import build_model
 
-    s = sweep.summary(warm_records)
-    (warm,) = s.values()
+    (warm,) = sweep.summary(warm_records).values()
     k, kmin, layers = v1_layers_to_fade()
     cfg = {r.label: r.config for r in records}[keys["post"]]
     pre_cfg = cfg.replace(placement="pre", enc_placement="pre", dec_placement="pre")
     post, pre = build_model(cfg), build_model(pre_cfg)
-    out = {"an-ex1-status": warm["verdicts"][0], "an-ex1-loss": warm["losses"][0],
-           "an-ex2-k": k, "an-ex2-kmin": kmin, "an-ex2-layers": layers,
-           "an-ex3-subs": len(list(post.residuals())),
-           "an-ex3-post-norms": count_layer_norms(post),
-           "an-ex3-pre-norms": count_layer_norms(pre)}
-    for name, v in out.items():
-        glue(name, v)
-    return out
+    return glue_all({"an-ex1-status": warm["verdicts"][0], "an-ex1-loss": warm["losses"][0],
+                     "an-ex2-k": k, "an-ex2-kmin": kmin, "an-ex2-layers": layers,
+                     "an-ex3-subs": len(list(post.residuals())),
+                     "an-ex3-post-norms": count_layer_norms(post),
+                     "an-ex3-pre-norms": count_layer_norms(pre)})
 
 
 # ------------------------------------------------------------ chapter 3: LN Jacobian
@@ -355,8 +342,7 @@ def pre_ln_jacobian_figure(P, jac, stream_norms, d: int):
            label=r"measured $\|J_{LN}\|_2$ (Pre-LN, FFN norm)")
     a.plot(layers, np.sqrt(d) / np.asarray(stream_norms), "--", color=plot.GREYS["reference"],
            label=r"$\sqrt{d}/\|x_l\|$ from the stream")
-    a.set_xlabel("layer l")
-    a.set_ylabel("LayerNorm Jacobian norm")
+    a.set(xlabel="layer l", ylabel="LayerNorm Jacobian norm")
     a.set_ylim(bottom=0)
     a.legend()
     return fig
@@ -385,20 +371,15 @@ def post_ln_sum_norms(model, batch) -> dict:
 
 def glue_post_ln_sums(sums: dict, depth: int) -> dict:
     """Glue chapter 3's ``ln_post_*``: the mean of :func:`post_ln_sum_norms` per kind of
-    LayerNorm (``ln_post_ffn``, ``ln_post_self``, ``ln_post_cross``), the smallest and
-    largest sub-layer (``ln_post_lo``, ``ln_post_hi``), the gains √d/‖z − μ‖ they give
-    (``ln_post_gain_lo`` from the largest input, ``ln_post_gain_hi`` from the smallest) and
-    the depth per stack; returns them."""
+    LayerNorm, the smallest and largest sub-layer (``ln_post_lo``, ``ln_post_hi``), the
+    gains √d/‖z − μ‖ they give (``ln_post_gain_lo`` from the largest input,
+    ``ln_post_gain_hi`` from the smallest) and the depth per stack; returns them."""
     every = np.concatenate(list(sums.values()))
-    out = {"ln_post_depth": depth, "ln_post_ffn": float(sums["ffn"].mean()),
-           "ln_post_self": float(sums["self-attn"].mean()),
-           "ln_post_cross": float(sums["cross-attn"].mean()),
-           "ln_post_lo": float(every.min()), "ln_post_hi": float(every.max())}
-    out["ln_post_gain_lo"] = 1 / math.sqrt(out["ln_post_hi"])
-    out["ln_post_gain_hi"] = 1 / math.sqrt(out["ln_post_lo"])
-    for k, v in out.items():
-        glue(k, v)
-    return out
+    lo, hi = float(every.min()), float(every.max())
+    return glue_all({"depth": depth, "ffn": float(sums["ffn"].mean()),
+                     "self": float(sums["self-attn"].mean()),
+                     "cross": float(sums["cross-attn"].mean()), "lo": lo, "hi": hi,
+                     "gain_lo": 1 / math.sqrt(hi), "gain_hi": 1 / math.sqrt(lo)}, "ln_post_")
 
 
 def monte_carlo_table(rows) -> str:
@@ -408,7 +389,7 @@ def monte_carlo_table(rows) -> str:
                     [(d, f"{s:g}", f"{mc:.3f}", f"{pred:.3f}") for d, s, mc, pred in rows])
 
 
-def ln_exercises(jacobian, d: int = 64, radius: float = 8.0, shift: float = 100.0,
+def ln_exercises(d: int = 64, radius: float = 8.0, shift: float = 100.0,
                  seed: int = 0) -> dict:
     """Chapter 3's exercises, computed: the Jacobian norm of LayerNorm at a centred input of
     norm ``radius`` and at the same input shifted by ``shift`` (ex. 1); RMSNorm's measured
@@ -419,35 +400,38 @@ def ln_exercises(jacobian, d: int = 64, radius: float = 8.0, shift: float = 100.
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(d, generator=g, dtype=torch.float64)
     x = radius * (x - x.mean()) / (x - x.mean()).norm()
-    out = {"ln_ex1_centred": jacobian.ln_jacobian_norm(x, eps=0.0),
-           "ln_ex1_shifted": jacobian.ln_jacobian_norm(x + shift, eps=0.0),
-           "ln_ex1_plain_norm": float((x + shift).norm()),
-           "ln_ex1_plain_bound": math.sqrt(d) / float((x + shift).norm())}
+    shifted = float((x + shift).norm())
     rms = torch.nn.RMSNorm(d, eps=0.0).double()
-    out["ln_ex2_rms_centred"] = jacobian.ln_jacobian_norm(x, rms)
-    out["ln_ex2_rms_shifted"] = jacobian.ln_jacobian_norm(x + shift, rms)
-    out["ln_ex2_rms_formula"] = math.sqrt(d) / float((x + shift).norm())
     ln = torch.nn.LayerNorm(d, eps=0.0).double()
     with torch.no_grad():
         ln.weight.copy_(1 + 0.5 * torch.randn(d, generator=g, dtype=torch.float64))
     measured = jacobian.ln_jacobian_norm(x, ln)
     bound = float(ln.weight.detach().abs().max()) * math.sqrt(d) / radius
-    out["ln_ex3_measured"] = measured
-    out["ln_ex3_bound"] = bound
-    out["ln_ex3_ratio"] = measured / bound
     k = int(ln.weight.detach().abs().argmax())  # the coordinate with the largest gain
-    out["ln_ex3_factor"] = math.sqrt(1 - 1 / d - float(x[k] ** 2 / x.norm() ** 2))
-    for k, v in out.items():
-        glue(k, float(v))
-    return out
+    out = {"ln_ex1_centred": jacobian.ln_jacobian_norm(x, eps=0.0),
+           "ln_ex1_shifted": jacobian.ln_jacobian_norm(x + shift, eps=0.0),
+           "ln_ex1_plain_norm": shifted, "ln_ex1_plain_bound": math.sqrt(d) / shifted,
+           "ln_ex2_rms_centred": jacobian.ln_jacobian_norm(x, rms),
+           "ln_ex2_rms_shifted": jacobian.ln_jacobian_norm(x + shift, rms),
+           "ln_ex2_rms_formula": math.sqrt(d) / shifted,
+           "ln_ex3_measured": measured, "ln_ex3_bound": bound, "ln_ex3_ratio": measured / bound,
+           "ln_ex3_factor": math.sqrt(1 - 1 / d - float(x[k] ** 2 / x.norm() ** 2))}
+    return glue_all({k: float(v) for k, v in out.items()})
 
 
 # ------------------------------------------------------ chapter 4: gradients at init
-def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int, hidden):
+def post_ln_sum_norm(r: float) -> float:
+    """Lemma 2 redone for Xavier d×rd and rd×d FFN weights: E‖x^{post,5}‖²/d = 1 + 2r/(1+r)²
+    (chapter 4, exercise 3)."""
+    if r <= 0:
+        raise ValueError(f"r={r} (the FFN's width over d) must be > 0")
+    return 1 + 2 * r / (1 + r) ** 2
+
+
+def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int):
     """LN-3: E‖x‖²/d of the FFN residual sum per layer, in Lemma 2's simplified setting
     (left) and in the book's model (right), with Lemma 2's predictions."""
     r = P.d_ffn / P.d_model
-    post_real_pred = 1 + 2 * r / (1 + r) ** 2
     fig, (a, b) = plot.figure(P, ncols=2)
     for ax, setting in ((a, "simplified"), (b, "real")):
         for placement in ("post", "pre"):
@@ -461,38 +445,33 @@ def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int, hidden):
         ax.axhline(hidden.post_ln_hidden_norm_sq(d) / d, ls="--", lw=1,
                    color=plot.color("post"), label="1.5: Lemma 2, Post-LN")
         if setting == "real":
-            ax.axhline(post_real_pred, ls=":", lw=1, color=plot.color("post"),
-                       label=f"{post_real_pred:.2f}: d_ffn = {r:.0f}d")
-        ax.set_title(f"{setting} setting")
-        ax.set_xlabel("layer l")
+            ax.axhline(post_ln_sum_norm(r), ls=":", lw=1, color=plot.color("post"),
+                       label=f"{post_ln_sum_norm(r):.2f}: d_ffn = {r:.0f}d")
+        ax.set(title=f"{setting} setting", xlabel="layer l")
         ax.legend(fontsize=7)
     a.set_ylabel(r"$\mathbb{E}\,\|x\|^2 / d$ of the FFN residual sum")
     return fig
 
 
-def glue_hidden_norms(P, norms: dict, inputs: dict, layers, n_seeds: int, depth: int,
-                      fit, hidden) -> dict:
+def glue_hidden_norms(P, norms: dict, inputs: dict, layers, n_seeds: int, depth: int) -> dict:
     """Glue LN-3's ``ln3_*`` values; returns the Pre-LN growth per block in both settings
     and, per layer, whether the simplified Pre-LN mean lies inside Lemma 2's bounds."""
-    r = P.d_ffn / P.d_model
     pre_simp = norms["simplified", "pre"].mean(0)
-    slope_simp = float(fit.fit_linear(layers, pre_simp)[0])
-    slope_real = float(fit.fit_linear(layers, norms["real", "pre"].mean(0))[0])
+    slope = {s: float(fit.fit_linear(layers, norms[s, "pre"].mean(0))[0])
+             for s in ("simplified", "real")}
     inside = [lo <= v <= hi for l, v in zip(layers, pre_simp)
               for lo, hi in [hidden.pre_ln_hidden_norm_sq_bounds(l, 1)]]
-    glue("ln3_seeds", n_seeds)
-    glue("ln3_depth", depth)
-    glue("ln3_post_simp", float(norms["simplified", "post"].mean()))
-    glue("ln3_post_real", float(norms["real", "post"].mean()))
-    glue("ln3_post_real_pred", 1 + 2 * r / (1 + r) ** 2)
-    glue("ln3_pre_slope_simp", slope_simp)
-    glue("ln3_pre_slope_real", slope_real)
-    glue("ln3_pre_inside", f"{sum(inside)} of {len(inside)}")
-    glue("ln3_input_real", inputs["pre"])
-    return {"slope_simp": slope_simp, "slope_real": slope_real, "inside": inside}
+    glue_all({"seeds": n_seeds, "depth": depth,
+              "post_simp": float(norms["simplified", "post"].mean()),
+              "post_real": float(norms["real", "post"].mean()),
+              "post_real_pred": post_ln_sum_norm(P.d_ffn / P.d_model),
+              "pre_slope_simp": slope["simplified"], "pre_slope_real": slope["real"],
+              "pre_inside": f"{sum(inside)} of {len(inside)}", "input_real": inputs["pre"]},
+             "ln3_")
+    return {"slope_simp": slope["simplified"], "slope_real": slope["real"], "inside": inside}
 
 
-def last_grad_figure(P, depths, grad: dict, expo: dict, fit, gradients):
+def last_grad_figure(P, depths, grad: dict, expo: dict):
     """LN-4: the last FFN weight's gradient norm against depth (seed mean ± sd), the fitted
     power law and the per-seed exponent's 95 % interval in the legend."""
     fig, a = plot.figure(P)
@@ -508,13 +487,12 @@ def last_grad_figure(P, depths, grad: dict, expo: dict, fit, gradients):
         a.plot(grid, c * grid ** k, "--", lw=1, color=plot.color(pl))
     a.set_yscale("log")
     plot.log_ticks(a, depths)
-    a.set_xlabel("layers N")
-    a.set_ylabel(r"$\|\partial \mathcal{L} / \partial W^{2,N}\|_F$")
+    a.set(xlabel="layers N", ylabel=r"$\|\partial \mathcal{L} / \partial W^{2,N}\|_F$")
     a.legend(fontsize=8)
     return fig
 
 
-def finite_depth_exponent(depths, embed: float, growth: float, fit) -> float:
+def finite_depth_exponent(depths, embed: float, growth: float) -> float:
     """The log-log slope, over ``depths``, of the final LayerNorm's gain (e + g·N)^(−1/2): the
     exponent Theorem 1's argument predicts for Pre-LN at these finite depths, where the
     embedding's share e keeps it above the asymptotic −1/2."""
@@ -527,17 +505,14 @@ def glue_ln4_revised(expo_fresh: dict, k_offset: float, seeds: range) -> bool:
     finite-depth exponent ``k_offset`` inside the 95 % interval), judged on the fresh
     ``seeds``; returns whether it holds there."""
     ok = bool(expo_fresh["low"] <= k_offset <= expo_fresh["high"])
-    glue("ln4_fresh_k", expo_fresh["exponent"])
-    glue("ln4_fresh_lo", expo_fresh["low"])
-    glue("ln4_fresh_hi", expo_fresh["high"])
-    glue("ln4_fresh_seeds", f"{seeds.start}–{seeds.stop - 1}")
-    glue("ln4_fresh_n", len(seeds))
-    glue("ln4_fresh_verdict", "inside" if ok else "outside")
+    glue_all(interval("", expo_fresh, ("k", "lo", "hi")) | {
+        "seeds": f"{seeds.start}–{seeds.stop - 1}", "n": len(seeds),
+        "verdict": "inside" if ok else "outside"}, "ln4_fresh_")
     return ok
 
 
 def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
-                   embed: float, growth: float, fit, gradients) -> dict:
+                   embed: float, growth: float) -> dict:
     """Glue LN-4's ``ln4_*`` values. ``embed`` (e) and ``growth`` (g) are LN-3's embedding
     share and Pre-LN growth per block of the real model: the final LayerNorm then reads
     E‖x_N‖² ≈ (e + g·N)·d. Returns, per placement, whether the theory's exponent lies inside
@@ -545,27 +520,19 @@ def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
     depths = list(depths)
     last = {pl: np.array([g[:, -1].mean() for g in grad[pl]]) for pl in grad}
     paper = [i for i, n in enumerate(depths) if 6 <= n <= 14] or list(range(len(depths)))
-    for pl in expo:
-        glue(f"ln4_k_{pl}", expo[pl]["exponent"])
-        glue(f"ln4_k_{pl}_lo", expo[pl]["low"])
-        glue(f"ln4_k_{pl}_hi", expo[pl]["high"])
-    glue("ln4_post_paper_range", float(last["post"][paper].mean()))
-    glue("ln4_post_min", float(last["post"].min()))
-    glue("ln4_post_max", float(last["post"].max()))
-    glue("ln4_pre_first", float(last["pre"][0]))
-    glue("ln4_pre_last", float(last["pre"][-1]))
-    glue("ln4_depths", ", ".join(map(str, depths)))
-    glue("ln4_seeds", seeds)
-    glue("ln4_d", d)
-    glue("ln4_ex_pred", float(np.sqrt((embed + 6 * growth) / (embed + 24 * growth))))
-    glue("ln4_ex_fit", float(4 ** expo["pre"]["exponent"]))
-    k_offset = finite_depth_exponent(depths, embed, growth, fit)
-    glue("ln4_k_offset", k_offset)
-    glue("ln4_offset_share", 100 * (k_offset + 0.5) / (expo["pre"]["exponent"] + 0.5))
+    k_offset = finite_depth_exponent(depths, embed, growth)
     halves = {pl: bool(expo[pl]["low"] <= gradients.expected_exponent(pl) <= expo[pl]["high"])
               for pl in expo}
+    v = {"post_paper_range": float(last["post"][paper].mean()),
+         "post_min": float(last["post"].min()), "post_max": float(last["post"].max()),
+         "pre_first": float(last["pre"][0]), "pre_last": float(last["pre"][-1]),
+         "depths": ", ".join(map(str, depths)), "seeds": seeds, "d": d,
+         "ex_pred": float(np.sqrt((embed + 6 * growth) / (embed + 24 * growth))),
+         "ex_fit": float(4 ** expo["pre"]["exponent"]), "k_offset": k_offset,
+         "offset_share": 100 * (k_offset + 0.5) / (expo["pre"]["exponent"] + 0.5)}
     for pl, ok in halves.items():
-        glue(f"ln4_{pl}_verdict", "inside" if ok else "outside")
+        v |= interval(f"k_{pl}", expo[pl]) | {f"{pl}_verdict": "inside" if ok else "outside"}
+    glue_all(v, "ln4_")
     return halves
 
 
@@ -580,50 +547,36 @@ def profiles_figure(P, prof: dict, stats: dict):
               label=f"{pl}-LN: Spearman {stats[pl]['spearman']:+.2f}, "
                     f"top/bottom {stats[pl]['last_over_first']:.2f}")
     a.set_xticks(np.arange(1, n + 1))
-    a.set_xlabel("layer l")
-    a.set_ylabel(r"$\|\partial \mathcal{L} / \partial W^{2,l}\|_F$")
+    a.set(xlabel="layer l", ylabel=r"$\|\partial \mathcal{L} / \partial W^{2,l}\|_F$")
     a.legend(fontsize=8)
     return fig
 
 
 def glue_profiles(stats: dict, shape_iv: dict, shape: dict, depth: int) -> str:
     """Glue LN-5's ``ln5_*`` values and return them as a Markdown table."""
-    rows = []
+    rows, v = [], {"depth": depth}
     for pl in ("post", "pre"):
-        glue(f"ln5_{pl}_spearman", stats[pl]["spearman"])
-        glue(f"ln5_{pl}_ratio", stats[pl]["last_over_first"])
-        glue(f"ln5_{pl}_slope", shape_iv[pl]["exponent"])
-        glue(f"ln5_{pl}_slope_lo", shape_iv[pl]["low"])
-        glue(f"ln5_{pl}_slope_hi", shape_iv[pl]["high"])
-        rows.append((f"{pl.capitalize()}-LN", shape[pl], f"{stats[pl]['spearman']:+.2f}",
-                     f"{stats[pl]['last_over_first']:.2f}",
-                     f"{shape_iv[pl]['exponent']:+.2f} ({shape_iv[pl]['low']:+.2f} to "
-                     f"{shape_iv[pl]['high']:+.2f})"))
-    glue("ln5_depth", depth)
-    glue("ln5_verdict_post", "rises toward the output, as in the paper"
-         if shape["post"] == "rises" else f"{shape['post']}, unlike the paper's rising profile")
-    glue("ln5_verdict_pre", "is about flat, as in the paper" if shape["pre"] == "about flat"
-         else ("falls toward the output, unlike the paper's flat profile"
-               if shape["pre"] == "falls" else f"is {shape['pre']}, not clearly flat"))
+        s, iv = stats[pl], shape_iv[pl]
+        v |= {f"{pl}_spearman": s["spearman"], f"{pl}_ratio": s["last_over_first"],
+              **interval(f"{pl}_slope", iv)}
+        rows.append((f"{pl.capitalize()}-LN", shape[pl], f"{s['spearman']:+.2f}",
+                     f"{s['last_over_first']:.2f}",
+                     f"{iv['exponent']:+.2f} ({iv['low']:+.2f} to {iv['high']:+.2f})"))
+    v["verdict_post"] = ("rises toward the output, as in the paper" if shape["post"] == "rises"
+                         else f"{shape['post']}, unlike the paper's rising profile")
+    v["verdict_pre"] = ("is about flat, as in the paper" if shape["pre"] == "about flat" else
+                        "falls toward the output, unlike the paper's flat profile"
+                        if shape["pre"] == "falls" else f"is {shape['pre']}, not clearly flat")
+    glue_all(v, "ln5_")
     return md_table(("placement", "shape", "Spearman ρ", "top / bottom",
                      "log-log slope (95 % interval)"), rows)
-
-
 def ffn_weight_grad_parts(model, batch, stack: str = "encoder") -> dict:
-    """LN-5 taken apart. One backward pass (eval mode) of a Post-LN model; per layer of
-    ``stack``, bottom first, the FFN output weight's gradient ∂L/∂W^{2,l} = Σ_t Δz_t h_tᵀ
-    (a sum over the batch's positions t) and its three factors:
-
-      ``w2``: ‖∂L/∂W^{2,l}‖_F;
-      ``dz``: ‖ΔZ‖, the gradient at the residual sum z = x + FFN(x) that the layer's last
-              LayerNorm reads, over all positions;
-      ``h``: ‖H‖, the FFN's hidden activations (the input of W^{2,l});
-      ``align``: w2 / (dz · h), between 0 and 1: how much the positions' terms agree;
-
-    and ``stream``, the gradient reaching each sub-layer's output
-    (``gradients.sublayer_grad_norms``'s 'norm' for ``stack``)."""
+    """LN-5 taken apart: one backward pass (eval mode) of a Post-LN model; per layer of
+    ``stack``, bottom first, ``w2`` = ‖∂L/∂W^{2,l}‖_F with ∂L/∂W^{2,l} = Σ_t Δz_t h_tᵀ, its
+    factors ``dz`` = ‖ΔZ‖ (the gradient at the residual sum the layer's last LayerNorm
+    reads) and ``h`` = ‖H‖ (the FFN's hidden activations), ``align`` = w2 / (dz · h) in
+    [0, 1], and ``stream`` (``gradients.sublayer_grad_norms``'s 'norm' for ``stack``)."""
     from ..nn import hooks
-    from ..theory import gradients
 
     layers = model.stacks()[stack].layers
     zs, hs = [], []
@@ -663,28 +616,16 @@ def glue_encoder_under_decoder(task, depth: int, seeds: int, batch_size: int,
         m = build_model(n_enc=depth, n_dec=depth, placement="post", seed=s,
                         src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **model_kw)
         parts.append(ffn_weight_grad_parts(m, task.batch(s, batch_size)))
-    w2 = np.array([p["w2"][-1] / p["w2"][0] for p in parts])
-    out = {"ln5_ud_depth": depth, "ln5_ud_seeds": seeds,
-           "ln5_ud_stream": float(np.mean([p["stream"][0] / p["stream"][-1] for p in parts])),
-           "ln5_ud_w2": float(w2.mean()), "ln5_ud_w2_rises": int((w2 > 1).sum()),
-           "ln5_ud_dz": float(np.mean([p["dz"][-1] / p["dz"][0] for p in parts])),
-           "ln5_ud_h": float(np.mean([p["h"][-1] / p["h"][0] for p in parts])),
-           "ln5_ud_align_bottom": float(np.mean([p["align"][0] for p in parts])),
-           "ln5_ud_align_top": float(np.mean([p["align"][-1] for p in parts]))}
-    for k, v in out.items():
-        glue(k, v)
-    return out
+    top = {k: np.array([p[k][-1] / p[k][0] for p in parts]) for k in ("w2", "dz", "h")}
+    return glue_all({
+        "depth": depth, "seeds": seeds, **{k: float(r.mean()) for k, r in top.items()},
+        "stream": float(np.mean([p["stream"][0] / p["stream"][-1] for p in parts])),
+        "w2_rises": int((top["w2"] > 1).sum()),
+        "align_bottom": float(np.mean([p["align"][0] for p in parts])),
+        "align_top": float(np.mean([p["align"][-1] for p in parts]))}, "ln5_ud_")
 
 
-def post_ln_sum_norm(r: float) -> float:
-    """Lemma 2 redone for Xavier d×rd and rd×d FFN weights: E‖x^{post,5}‖²/d = 1 + 2r/(1+r)²
-    (chapter 4, exercise 3)."""
-    if r <= 0:
-        raise ValueError(f"r={r} (the FFN's width over d) must be > 0")
-    return 1 + 2 * r / (1 + r) ** 2
-
-
-def gradient_exercises(P, task, hidden, gradients, fit, seeds: int = 3) -> dict:
+def gradient_exercises(P, task, seeds: int = 3) -> dict:
     """Chapter 4's exercises, measured. Ex. 2: the Pre-LN exponent of LN-4 without the √d
     embedding scale (``embed_scale=False``), over ``P.depths`` and ``seeds`` seeds. Ex. 3:
     E‖x^{post,5}‖²/d of Post-LN models with FFN width r·d, r = 1, 2, 8, on the reverse task,
@@ -695,15 +636,12 @@ def gradient_exercises(P, task, hidden, gradients, fit, seeds: int = 3) -> dict:
     grads = np.array([gradients.ffn_grad_profiles(task, "pre", n, seeds=seeds,
                                                   batch_size=P.batch_size, embed_scale=False,
                                                   **kw)[:, -1] for n in P.depths])
-    expo = fit.exponent_interval(P.depths, grads)
-    out = {"ln4_ex2_k": expo["exponent"], "ln4_ex2_lo": expo["low"],
-           "ln4_ex2_hi": expo["high"], "ln4_ex2_seeds": seeds}
+    out = interval("ln4_ex2", fit.exponent_interval(P.depths, grads), ("_k", "_lo", "_hi"))
+    out["ln4_ex2_seeds"] = seeds
     for r in (1, 2, 8):
         m = build_model(n_enc=P.deep, n_dec=0, placement="post", src_vocab=task.src_vocab,
                         tgt_vocab=task.tgt_vocab, seed=0, **{**kw, "d_ffn": r * P.d_model})
         h = hidden.hidden_norms(m, task.batch(0, P.batch_size))
         out[f"ln3_ex3_r{r}"] = float(h["ffn_sum"].mean() / P.d_model)
         out[f"ln3_ex3_r{r}_pred"] = post_ln_sum_norm(r)
-    for k, v in out.items():
-        glue(k, v)
-    return out
+    return glue_all(out)
