@@ -24,7 +24,9 @@ def glued(path: Path) -> dict:
             name = o.get("metadata", {}).get("scrapbook", {}).get("name")
             if name is None:
                 continue
-            data = o.get("data", {})
+            # glue stores a value under 'application/papermill.record/<mime>' (display=False)
+            # or under the plain mime type (display=True)
+            data = {k.removeprefix("application/papermill.record/"): v for k, v in o.get("data", {}).items()}
             if any(k.startswith("image/") for k in data):
                 out[name] = "<figure>"
             else:
