@@ -7,7 +7,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from tfx.book import lm_pages  # noqa: E402
+from tfx.book import lm_pages, notebook  # noqa: E402
 from tfx.runs import effects, results  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
 
@@ -38,7 +38,9 @@ def test_warmup_summary_says_what_the_effects_say():
 
 def test_gpu_section_says_the_gpu_runs_are_not_in_yet_and_shows_nothing(monkeypatch):
     glued = {}
-    monkeypatch.setattr(lm_pages, "glue", lambda k, v, **_: glued.setdefault(k, v))
+    fake = lambda k, v, **_: glued.setdefault(k, v)
+    for module in (lm_pages, notebook):  # glue_all glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", fake)
     assert lm_pages.gpu_section([], rows="fix", cols="lr", key="lg-gpu-note") is None
     assert "not in yet" in glued["lg-gpu-note"]
 
@@ -47,7 +49,9 @@ def test_gpu_section_says_how_many_of_the_planned_runs_are_in(monkeypatch):
     """The LM's GPU sweep, part-run (the H200 burst of 2026-11-30 ran 8 of its 40 runs): the
     note counts them; all of them in, it says nothing of the kind."""
     glued = {}
-    monkeypatch.setattr(lm_pages, "glue", lambda k, v, **_: glued.__setitem__(k, v))
+    fake = lambda k, v, **_: glued.__setitem__(k, v)
+    for module in (lm_pages, notebook):  # glue_all glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", fake)
     recs = results.load("lm", "full")
     if not recs:
         pytest.skip("no GPU records of experiments/lm.toml")
@@ -83,7 +87,9 @@ def test_best_and_high_rate_read_the_no_fix_curve(logits_records):
 
 def _capture(monkeypatch) -> dict:
     glued = {}
-    monkeypatch.setattr(lm_pages, "glue", lambda k, v, **_: glued.__setitem__(k, v))
+    fake = lambda k, v, **_: glued.__setitem__(k, v)
+    for module in (lm_pages, notebook):  # glue_all glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", fake)
     return glued
 
 

@@ -94,3 +94,33 @@ def test_glue_check_without_a_kernel_refuses_nothing():
     with pytest.raises(nbk.DuplicateGlue, match="another cell"):
         nbk._check_new("x", ("cell B", "run 3"))
     nbk._GLUED.clear()
+
+
+def test_glue_all_glues_each_value_under_its_prefixed_and_suffixed_name(monkeypatch):
+    from tfx.book import notebook
+
+    glued = {}
+    monkeypatch.setattr(notebook, "glue", lambda k, v, **_: glued.__setitem__(k, v))
+    assert notebook.glue_all({"a": 1, "b": 2}, "x_", "-y") == {"x_a-y": 1, "x_b-y": 2}
+    assert glued == {"x_a-y": 1, "x_b-y": 2}
+    e = {"exponent": 0.5, "low": 0.4, "high": 0.6}
+    assert notebook.interval("k", e) == {"k": 0.5, "k_lo": 0.4, "k_hi": 0.6}
+    assert notebook.interval("", e, ("k", "lo", "hi")) == {"k": 0.5, "lo": 0.4, "hi": 0.6}
+
+
+def test_glue_sizes_states_a_sweeps_size_under_the_names_the_page_uses(monkeypatch):
+    from types import SimpleNamespace
+
+    from tfx.book import notebook
+
+    def run(seed, lr, name):
+        return SimpleNamespace(seed=seed, wall_time=30.0, point={"lr": name},
+                               train_config=SimpleNamespace(lr=lr, steps=300, batch_size=16),
+                               config=SimpleNamespace(n_enc=0, n_dec=2, d_model=64))
+
+    recs = [run(s, lr, n) for s in (0, 1) for lr, n in ((3e-3, "3e-3"), (1e-2, "1e-2"))]
+    glued = {}
+    monkeypatch.setattr(notebook, "glue", lambda k, v, **_: glued.__setitem__(k, v))
+    notebook.glue_sizes("lg", recs, "runs", "minutes", "layers:dec", "d:width", "rates", "lr-range")
+    assert glued == {"lg-runs": 4, "lg-minutes": 2.0, "lg-layers": 2, "lg-d": 64, "lg-rates": 2,
+                     "lg-lr-range": "3e-3 to 1e-2"}

@@ -95,3 +95,10 @@ def test_gpu_records_shows_records_or_one_sentence():
     assert "warmup **none**" in text and "warmup **w**" in text  # one table per warmup
     assert text.endswith("GPU results for lm are not in yet; the box at the end of the page "
                          "says how to run them.")
+
+
+def test_rate_name_writes_a_rate_as_the_experiment_files_do():
+    from tfx.book.tables import rate_name
+
+    assert [rate_name(x) for x in (3e-3, 1e-1, 1e-4, 3e-5, 1.0, 10.0)] == [
+        "3e-3", "1e-1", "1e-4", "3e-5", "1e+0", "1e+1"]

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from tfx.book import notebook  # noqa: E402
 from tfx.book import theory_pages as pages  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
 from tfx.theory import fit  # noqa: E402
@@ -155,7 +156,9 @@ def test_adams_smallest_step_names_the_matrix_whose_gradient_is_nearest_eps():
 
 
 def test_post_ln_sums_read_per_kind_and_give_the_gains_of_the_extremes(monkeypatch):
-    monkeypatch.setattr(pages, "glue", lambda name, value, display=False: value)
+    fake = lambda name, value, display=False: value
+    for module in (pages, notebook):  # glue_all glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", fake)
     sums = {"ffn": np.array([1.3, 1.4]), "self-attn": np.array([1.9, 2.0]), "cross-attn": np.array([2.0, 2.25])}
     out = pages.glue_post_ln_sums(sums, 6)
     assert out["ln_post_ffn"] == pytest.approx(1.35) and out["ln_post_cross"] == pytest.approx(2.125)
@@ -167,7 +170,9 @@ def test_ln4_finite_depth_exponent_and_its_fresh_seed_verdict(monkeypatch):
     it is −1/2 exactly. The revised criterion holds when that exponent is inside the fresh
     seeds' interval, and not otherwise."""
     seen = {}
-    monkeypatch.setattr(pages, "glue", lambda name, value, display=False: seen.setdefault(name, value))
+    fake = lambda name, value, display=False: seen.setdefault(name, value)
+    for module in (pages, notebook):  # glue_all glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", fake)
     assert pages.finite_depth_exponent([2, 6, 24], 0.0, 1.0) == pytest.approx(-0.5)
     k = pages.finite_depth_exponent([2, 6, 12, 18, 24], 1.5, 1.0)
     assert -0.5 < k < -0.3
@@ -186,7 +191,9 @@ def test_anatomy_headline_says_what_the_one_run_shows_and_nothing_typed_against_
     from unittest import mock
 
     glued = {}
-    monkeypatch.setattr(pages, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
+    fake = lambda name, value, display=False: glued.__setitem__(name, value)
+    for module in (pages, notebook):  # glue_all glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", fake)
 
     def run(post_verdict, post_losses):
         hist = SimpleNamespace(loss=np.array(post_losses), chance_loss=3.2, step=list(range(1, len(post_losses) + 1)))

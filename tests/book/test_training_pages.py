@@ -9,6 +9,7 @@ import pytest
 
 matplotlib.use("Agg")
 
+from tfx.book import notebook  # noqa: E402
 from tfx.book import training_pages as pages  # noqa: E402
 from tfx.runs.effects import paired  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
@@ -388,7 +389,8 @@ def test_glue_sizes_and_glue_described_glue_each_name_once(monkeypatch):
         assert name not in glued, name
         glued[name] = value
 
-    monkeypatch.setattr(pages, "glue", glue)
+    for module in (pages, notebook):  # glue_sizes glues through tfx.book.notebook
+        monkeypatch.setattr(module, "glue", glue)
     recs = [_rec(s, 1.0, lr=lr) for s in (0, 1) for lr in ("1e-3", "3e-3")]
     recs[2].train_config = SimpleNamespace(lr=3e-3, steps=100)
     pages.glue_sizes("x", recs, "seeds", "runs", "rates", "steps", "layers", "d:width")

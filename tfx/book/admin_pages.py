@@ -9,7 +9,7 @@ import numpy as np
 
 from ..theory import change, fit, gradients
 from . import plot
-from .notebook import glue, glue_figure, md, md_table
+from .notebook import glue, glue_all, glue_figure, interval, md, md_table
 
 # profiling-free Admin, as in every chapter that draws it
 FREE_COLOR = plot.color("admin-profiling-free")
@@ -19,19 +19,6 @@ SCHEME_STYLE = {"post": (plot.color("post"), "v"), "pre": (plot.color("pre"), "s
                 "admin-profiling-free": (FREE_COLOR, "x"), "admin": (plot.color("admin"), "o")}
 PROFILING = {"train": "training mode (the authors')", "eval": "eval mode (dropout off)"}
 CHANGE_TITLE = "random δ = 1e-2 × std(W)"
-
-
-def glue_all(prefix: str, values: dict) -> dict:
-    """Glue every ``values[k]`` as ``prefix + k``; returns ``values``."""
-    for k, v in values.items():
-        glue(prefix + k, v)
-    return values
-
-
-def interval(name: str, e: dict, parts=("", "_lo", "_hi")) -> dict:
-    """An exponent interval ``e`` (:func:`tfx.theory.fit.exponent_interval`) as
-    ``{name + part: value}`` for its exponent, low and high end."""
-    return {name + p: e[k] for p, k in zip(parts, ("exponent", "low", "high"))}
 
 
 def geo_mean(x) -> float:
@@ -70,7 +57,8 @@ def glue_gv1(grads: dict) -> dict:
     v = {f"{pl}_{st}": float(r[0] / r[-1]) for (pl, st), r in rel.items()}
     v["dec_vs_enc"] = float(rel["post", "dec"][0] / rel["post", "enc"][0])
     v["ex_twice"] = v["post_dec"] ** 2
-    return glue_all("nv_", v)
+    glue_all(v, "nv_")
+    return v
 
 
 def sublayer_grads_figure(P, grads: dict, depth: int, name="fig-05-sublayer-grads") -> str:
@@ -97,10 +85,12 @@ def glue_cross_drop(measured, predicted, other) -> dict:
     ``nv_cross_drop``, ``nv_other_drop`` (geometric means), ``nv_cross_err`` (mean
     |measured/predicted − 1|, %) and ``nv_cross_total`` (their product over the decoder)."""
     measured, predicted = np.asarray(measured), np.asarray(predicted)
-    return glue_all("nv_", {
+    v = {
         "cross_drop": geo_mean(measured), "other_drop": geo_mean(other),
         "cross_err": 100 * float(np.mean(np.abs(measured / predicted - 1))),
-        "cross_total": float(np.prod(measured))})
+        "cross_total": float(np.prod(measured))}
+    glue_all(v, "nv_")
+    return v
 
 
 def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
@@ -144,7 +134,9 @@ def glue_encoder_alone(meas: dict) -> tuple[dict, str]:
     """:func:`encoder_summary` of each setting in ``meas`` ({"alone": runs, "with a decoder":
     runs}), glued as ``nv_alone_*`` and ``nv_encdec_*``; returns (summaries, table)."""
     key = {"alone": "alone", "with a decoder": "encdec"}
-    out = {k: glue_all(f"nv_{key[k]}_", encoder_summary(runs)) for k, runs in meas.items()}
+    out = {k: encoder_summary(runs) for k, runs in meas.items()}
+    for k, summary in out.items():
+        glue_all(summary, f"nv_{key[k]}_")
     glue("nv_alone_seeds", len(meas["alone"]))
     rows = [[f"encoder {k}", f"{s['bottom']:.2f} ({s['bottom_lo']:.2f}–{s['bottom_hi']:.2f})",
              f"{s['pred']:.2f} / {s['meas']:.2f}", f"{s['attn_v']:.2f} / {s['attn_g']:.2f}",
@@ -190,9 +182,9 @@ def glue_gv3(sizes: dict, early: dict, window) -> tuple[dict, str]:
         rows.append([opt.upper(), f"{sp['grad']:.1f}", f"{sp['update']:.2f}",
                      f"{sp['update_first']:.2f}",
                      f"{sp['coord_grad']:.1f} / {sp['coord_update']:.1f}", eq])
-    glue_all("nv_", v | {"gv3_a": window[0], "gv3_b": window[1],
+    glue_all(v | {"gv3_a": window[0], "gv3_b": window[1],
                          "gv3_n": len(sizes["adam"]["names"]),
-                         "gv3_loss_adam": float(np.mean(sizes["adam"]["loss"][-10:]))})
+                         "gv3_loss_adam": float(np.mean(sizes["adam"]["loss"][-10:]))}, "nv_")
     spread = {(opt, k): v[f"spread_{opt}_{k}"] for opt in sizes for k in ("grad", "update")}
     return spread, md_table(["optimiser", "gradients", f"updates, steps {window[0]}→{window[1]}",
                              "updates, first step", "per coordinate: gradients / updates",
@@ -253,7 +245,7 @@ def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
         "At our scale a failing run does not blow up: its loss stalls near chance, and the "
         "rule records it as `did not learn`." if set(failing.values()) == {"did not learn"}
         else "Here " + ", ".join(f"{k} {s}" for k, s in failing.items()) + ".")
-    glue_all("nv_", v)
+    glue_all(v, "nv_")
     rows = [[label, f"`{h.status}`", f"{h.eval_loss[-1]:.2f}"] for label, h in runs.items()]
     return trained, md_table(["encoder/decoder", "outcome", "held-out loss at the end"], rows)
 
@@ -273,7 +265,7 @@ def glue_am1(deps: dict, residual: dict, L: int = 12) -> dict:
     ``β_{i,i}`` before and after training; glues the ``am_*`` names claims.py reads."""
     pre0, post0 = deps["pre", "init"], deps["post", "init"]
     row = pre0[L, 1:]
-    return glue_all("am_", {
+    v = {
         "pre_row_cv": float(row.std() / row.mean()), "pre_row_mean": float(row.mean()),
         "uniform": float(1 / np.sqrt(L + 1)),
         "post_last_two": float(np.hypot(post0[L, L], post0[L, L - 1])),
@@ -282,7 +274,9 @@ def glue_am1(deps: dict, residual: dict, L: int = 12) -> dict:
         "resid_post": float(residual["post"].max()),
         "resid_post_top": float(residual["post"][L // 2:].max()),
         "resid_pre": float(residual["pre"].max()),
-        **{f"diag_{pl}_{when}": float(np.mean(np.diag(m)[1:])) for (pl, when), m in deps.items()}})
+        **{f"diag_{pl}_{when}": float(np.mean(np.diag(m)[1:])) for (pl, when), m in deps.items()}}
+    glue_all(v, "am_")
+    return v
 
 
 def dependency_figure(P, deps: dict, steps: int, name="fig-06-dependency") -> str:
@@ -324,10 +318,10 @@ def glue_am2(N, sweeps: dict, seeds: dict) -> dict:
     for pl, e in expo_sb.items():
         v |= interval(f"k_sb_{pl}", e, parts)
     k_harmonic = fit.fit_loglog(N, [change.output_change_order("pre", 2 * int(n)) for n in N])[0]
-    glue_all("am_", v | {"depth_min": int(N[0]), "depth_max": int(N[-1]),
+    glue_all(v | {"depth_min": int(N[0]), "depth_max": int(N[-1]),
                          "seeds_random": seeds["random"], "seeds_adam": seeds["adam"],
                          "depths": ", ".join(str(int(n)) for n in N),
-                         "k_harmonic": k_harmonic})
+                         "k_harmonic": k_harmonic}, "am_")
     return {"fits": fits, "expo": expo, "expo_sb": expo_sb, "k_harmonic": k_harmonic}
 
 
@@ -341,10 +335,10 @@ def glue_am2_laws(am2: dict) -> str:
     thm2 = {pl: overlap(expo["random", pl], expo_sb[pl]) for pl in ("post", "pre")}
     met = [f"{pl}-LN" for pl, ok in thm2.items() if ok]
     missed = [f"{pl}-LN" for pl, ok in thm2.items() if not ok]
-    glue_all("am_", {f"law_{kind}_{pl}": md(_holds(ok)) for (kind, pl), ok in law.items()}
+    glue_all({f"law_{kind}_{pl}": md(_holds(ok)) for (kind, pl), ok in law.items()}
              | {"thm2_exp": md("is met for both" if not missed else
                                f"is met for {met[0]} and **not** for {missed[0]}" if met
-                               else "is **not** met for either")})
+                               else "is **not** met for either")}, "am_")
     rows = []
     for kind, what in (("random", "random δ"), ("adam", "one Adam step")):
         for pl, tname in (("post", "1 (O(N))"), ("pre", f"{kh:.2f} (O(log N))")):
@@ -394,7 +388,7 @@ def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
         e = out[pl] = depth_growth_effect(both, "aligned", "random signs", expect="higher")
         v[f"signs_effect_{pl}"] = f"{e.mean:+.2f} ({e.low:+.2f} to {e.high:+.2f})"
         v[f"signs_verdict_{pl}"] = e.verdict
-    glue_all("am_", v | {"signs_seeds": out["post"].n})
+    glue_all(v | {"signs_seeds": out["post"].n}, "am_")
     return out
 
 
@@ -407,7 +401,7 @@ def theorem2(sw: dict) -> dict:
     ys = np.concatenate([p[1] for p in pts.values()])
     k, c0, r2 = fit.fit_linear(xs, ys)
     C = {pl: float(np.median(y / x)) for pl, (x, y) in pts.items()}
-    glue_all("am_", {"thm2_r2": r2, "c_ratio": C["post"] / C["pre"]})
+    glue_all({"thm2_r2": r2, "c_ratio": C["post"] / C["pre"]}, "am_")
     return {"slope": k, "intercept": c0, "r2": r2, "points": pts, "C": C}
 
 
@@ -448,12 +442,12 @@ def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
     i = np.arange(1, len(b2["admin"]) + 1)
     slope = {s: fit.fit_loglog(i + 1, b2[s])[0] for s in b2}
     per_seed = np.array([dependency.admin_law(r)["slope"] for r in b2s["admin"]])
-    glue_all("ad_", {f"slope_{s.replace('-', '_')}": k for s, k in slope.items()} | {
+    glue_all({f"slope_{s.replace('-', '_')}": k for s, k in slope.items()} | {
         "depth": depth, "seeds": len(b2s["admin"]), "gm": law["level"],
         "slope_lo": float(per_seed.min()), "slope_hi": float(per_seed.max()),
         "law": md(_holds(law["holds"])), "refined_err": 100 * float(np.max(sigma_err)),
         # attention sub-layers are the odd i, FFN the even i
-        "attn_over_ffn": geo_mean(b2["admin"][0::2][1:]) / geo_mean(b2["admin"][1::2][1:])})
+        "attn_over_ffn": geo_mean(b2["admin"][0::2][1:]) / geo_mean(b2["admin"][1::2][1:])}, "ad_")
     return {"b2": b2, "slope": slope}
 
 
@@ -464,7 +458,7 @@ def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
     rows = [(n, f"{law['slope']:.2f}", f"{law['level']:.2f}",
              "holds" if law["holds"] else "does not hold") for n, law in laws.items()]
     held = sum(law["holds"] for law in laws.values())
-    glue_all("", {"ad-law-by-depth": md(md_table(
+    glue_all({"ad-law-by-depth": md(md_table(
         ["layers", "slope against i + 1 (law: −1 ± 0.15)", "level (law: 1, within ×1.25)",
          "the law"], rows)), "ad_law_held": f"{held} of {len(laws)}",
         "ad_fresh_seeds": f"{seeds.start}–{seeds.stop - 1}", "ad_fresh_n": len(seeds)})
@@ -506,7 +500,7 @@ def glue_admin_change(N, sweeps: dict, schemes) -> tuple[dict, str]:
         last = {k: sweeps[k][s].mean(1)[-1] / sweeps[k]["pre"].mean(1)[-1] for k in sweeps}
         rows.append([SCHEME_NAMES[s], f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}",
                      f"{last['random']:.2f}", f"{last['adam']:.2f}"])
-    glue_all("ad_", v)
+    glue_all(v, "ad_")
     return expo, md_table(["scheme", "exponent (random δ)", "95 % interval",
                            f"÷ Pre-LN at N = {int(N[-1])}, random δ", "÷ Pre-LN, one Adam step"],
                           rows)
@@ -540,11 +534,11 @@ def glue_profiling(omega_by: dict, no_dropout: dict, dropout: dict) -> dict:
               f"ratio_max_{stack}": out[stack],
               f"ratio_argmax_{stack}": int(np.argmax(ratio)) + 2,  # sub-layers count from 1
               f"ratio_top_{stack}": float(tr[-1] / ev[-1])}
-    glue_all("ad_prof_", v | {
+    glue_all(v | {
         "p": dropout["dropout"], "p_inner": dropout["attn_dropout"], "single": single,
         "vs_single": md("more than" if out["encoder"] > single else "no more than"),
         "eval_same": md("the same ω as the model without dropout" if same
-                        else "**not** the same ω as the model without dropout")})
+                        else "**not** the same ω as the model without dropout")}, "ad_prof_")
     return out
 
 
@@ -575,10 +569,10 @@ def glue_profiling_effect(b2_prof: dict, out_change: dict) -> dict:
     every_seed = all((v["train"] < v["eval"]).all() for v in out_change.values())
     word = ("smaller" if max(ratio.values()) < 1 else "larger" if min(ratio.values()) > 1
             else "not uniformly smaller")
-    glue_all("ad_prof_", {
+    glue_all({
         "seeds": len(next(iter(out_change.values()))["train"]), "share": share,
         "change_random": ratio["random"], "change_adam": ratio["adam"],
-        "change_verdict": md(word + (", for every seed" if every_seed else ""))})
+        "change_verdict": md(word + (", for every seed" if every_seed else ""))}, "ad_prof_")
     return {"share": share, "ratio": ratio, "every_seed": every_seed}
 
 
@@ -655,5 +649,5 @@ def glue_admin_in_training(profile: str = "book") -> dict:
          "depth": f"{cfg.n_enc}+{cfg.n_dec}"}
     for key, (_, e, verdict) in got.items():
         v |= {key: effect_text(e), f"{key}_verdict": verdict}
-    glue_all("ad_train_", v)
+    glue_all(v, "ad_train_")
     return {key: (e, verdict) for key, (_, e, verdict) in got.items()}

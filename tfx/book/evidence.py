@@ -750,9 +750,18 @@ LANDED = {
     "op-transfer-fresh": ("reproduces",),
     "warmup-fixes-rates": ("reproduces", "reversed", "reversed"),
 }
-_declared = {name: iter(verdicts) for name, verdicts in LANDED.items()}
-COMPARISONS += [dataclasses.replace(c, expected=next(_declared[c.experiment]))
-                for c in _LATER if c.experiment in LANDED]
+
+
+def _land(later: list, landed: dict) -> tuple[list, list]:
+    """(the comparisons of ``later`` whose sweep has landed, each with the verdict ``landed``
+    declares for it in order; the others, still awaiting their records)."""
+    declared = {name: iter(verdicts) for name, verdicts in landed.items()}
+    return ([dataclasses.replace(c, expected=next(declared[c.experiment])) for c in later if c.experiment in landed],
+            [c for c in later if c.experiment not in landed])
+
+
+_landed, _awaiting = _land(_LATER, LANDED)
+COMPARISONS += _landed
 BY_CLAIM: dict = {}
 for _c in COMPARISONS:
     BY_CLAIM.setdefault(_c.claim, []).append(_c)
@@ -848,7 +857,7 @@ LIVE_CONTROLS: list = [
 # fixed before the data (book/method.md). They join COMPARISONS above, and their claims' verdicts, in
 # the change that lands the sealed records (LANDED); until then no chapter reads them
 # (tests/test_claims.py fails once their sweep is recorded and they still wait here).
-AWAITING: list = [c for c in _LATER if c.experiment not in LANDED]
+AWAITING: list = _awaiting
 # Controls registered the same way, before their sweep has a record (they join CONTROLS, with
 # their verdicts, when it lands)
 _LATER_CONTROLS = [
@@ -860,10 +869,8 @@ _LATER_CONTROLS = [
 LANDED_CONTROLS = {
     "warmup-fixes-rates": ("reproduces",),
 }
-_declared_controls = {name: iter(verdicts) for name, verdicts in LANDED_CONTROLS.items()}
-CONTROLS += [dataclasses.replace(c, expected=next(_declared_controls[c.experiment]))
-             for c in _LATER_CONTROLS if c.experiment in LANDED_CONTROLS]
-CONTROLS_AWAITING: list = [c for c in _LATER_CONTROLS if c.experiment not in LANDED_CONTROLS]
+_landed, CONTROLS_AWAITING = _land(_LATER_CONTROLS, LANDED_CONTROLS)
+CONTROLS += _landed
 
 # Claims the book's scale cannot test, with why (shown on the claims page beside the measurement).
 NOT_TESTABLE: dict = {

@@ -19,9 +19,9 @@ from ..runs import effects, outcome, results, sensitivity
 from ..nn import constants
 from .explorer import Explorer
 from . import evidence
-from .notebook import glue, glue_figure, md_table  # noqa: F401 (chapters call fixes_pages.glue_figure)
+from .notebook import glue, glue_figure, glue_sizes, md_table  # noqa: F401 (chapters call fixes_pages.glue_figure)
 from .tables import Signed, outcome_counts
-from .training_pages import glue_described, glue_sizes  # noqa: F401 (chapters 8, 9 call them here)
+from .training_pages import glue_described  # noqa: F401 (chapters 8, 9 call it and glue_sizes here)
 from .plot import BOUND_COLORS, GREYS, LABELS, color, effects_plot, figure, heatmap, log_ticks
 from .sweep_explorers import cell_panels, grid_axes, records_stamp
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..runs import effects, outcome, results, sensitivity, traces
 from . import evidence
 from .claims import glue_parts, glue_status, part_verdict, status_of
-from .notebook import glue, md, md_table
+from .notebook import glue, glue_all, glue_sizes, md, md_table
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
                    effects_figure, effects_plot, figure, log_ticks, lr_curves)
 from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
@@ -24,12 +24,6 @@ def fmt(values, spec: str = "{:.2f}") -> str:
 
 def median(values) -> float:
     return float(np.median(list(values)))
-
-
-def glue_all(values: dict, prefix: str = "", suffix: str = "") -> None:
-    """Glue every value under ``prefix + key + suffix``."""
-    for k, v in values.items():
-        glue(prefix + k + suffix, v)
 
 
 def glue_effect(key: str, e) -> None:
@@ -67,16 +61,8 @@ def best_losses(recs, **point) -> dict:
     return {s: v["best"] for s, v in per.items()}
 
 
-def glue_sweep_size(prefix: str, recs,
-                    keys=("runs", "minutes", "layers", "d", "steps", "seeds", "rates", "lr-range")):
-    """Glue a recorded sweep's size as ``<prefix>-<key>`` for ``keys`` (batch too)."""
-    cfg, tc = recs[0].config, recs[0].train_config
-    rates = {r.train_config.lr: r.point.get("lr", f"{r.train_config.lr:g}") for r in recs}
-    size = {"runs": len(recs), "minutes": sum(r.wall_time for r in recs) / 60,
-            "layers": cfg.n_dec, "d": cfg.d_model, "steps": tc.steps, "batch": tc.batch_size,
-            "seeds": len({r.seed for r in recs}), "rates": len(rates),
-            "lr-range": f"{rates[min(rates)]} to {rates[max(rates)]}"}
-    glue_all({f"-{k}": size[k] for k in keys}, prefix)
+# a recorded LM sweep's size as the chapters state it (:func:`tfx.book.notebook.glue_sizes`)
+SWEEP_SIZES = ("runs", "minutes", "layers:dec", "d:width", "steps", "seeds", "rates", "lr-range")
 
 
 def gpu_section(rs, rows: str, cols: str, key: str):
@@ -162,7 +148,7 @@ def init_verdicts(lm_fit: dict, enc_fit: dict, same: bool) -> tuple:
 def glue_lm_sweep(lrecs, lr_names, warmups) -> None:
     """Glue ``experiments/lm.toml``'s size and recipe (``lm-*``) and ``lm-final-tables``
     (every seed's end loss, one placement × rate table per warmup)."""
-    glue_sweep_size("lm", lrecs, ("layers", "d", "steps", "batch", "runs", "seeds"))
+    glue_sizes("lm", lrecs, "layers:dec", "d:width", "steps", "batch", "runs", "seeds")
     glue_all({"warm": results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup,
               "lrs": ", ".join(lr_names), "outcomes": outcome_counts(lrecs),
               "learned-level": outcome.learned_level(lrecs[0].history.chance_loss)}, "lm-")
@@ -587,7 +573,7 @@ def depth_scalings_figure(P, mult: dict, depths, slopes: dict):
 def glue_placements_trained(precs, names, lrs) -> None:
     """Glue the placements sweep's size and readings (``pt-*``): each scheme's best rate, top
     stream across the rates and, per seed, as a multiple of Pre-LN's (``pt-ratio-table``)."""
-    glue_sweep_size("pt", precs, ("layers", "d", "steps", "batch", "seeds"))
+    glue_sizes("pt", precs, "layers:dec", "d:width", "steps", "batch", "seeds")
     top = {(n, lr): per_seed(precs, top_stream, placement=n, lr=lr) for n in names for lr in lrs}
     growths = {n: {s: top[n, lrs[-1]][s] / lo for s, lo in top[n, lrs[0]].items()
                    if s in top[n, lrs[-1]]} for n in names}  # per seed: top stream, hi ÷ lo rate
@@ -724,7 +710,7 @@ def norms_trained(P, nrecs, names, lrs, rn1, dy1, profile: str, load):
     """Glue chapter 17's training half (``nt-*``, ``dy1-*``, ``rn1-*``, claims-page lines):
     every norm's LR sensitivity and best loss, DyT's saturation, the α variants and the
     controls. ``load``: the registry's records. Returns (sweep figure, effects figure)."""
-    glue_sweep_size("nt", nrecs)
+    glue_sizes("nt", nrecs, *SWEEP_SIZES)
     summ = {f: sensitivity.summarize(results.select(nrecs, norm=f)) for f in names}
     best = {f: [v["best"] for v in summ[f]["per_seed"].values()] for f in names}
     rows = [[f, median_range(summ[f]), learned_at(results.select(nrecs, norm=f)),

@@ -107,6 +107,47 @@ def glue(name: str, value, display: bool = False):
     return value
 
 
+def glue_all(values: dict, prefix: str = "", suffix: str = "") -> dict:
+    """Glue every ``values[k]`` as ``prefix + k + suffix``; returns them by their glued names."""
+    named = {prefix + k + suffix: v for k, v in values.items()}
+    for k, v in named.items():
+        glue(k, v)
+    return named
+
+
+def _lr_range(rs) -> str:
+    names = {r.train_config.lr: r.point.get("lr", f"{r.train_config.lr:g}") for r in rs}
+    return f"{names[min(names)]} to {names[max(names)]}"
+
+
+# What a recorded sweep's size is, by name (:func:`glue_sizes`).
+SIZES = {"seeds": lambda rs: len({r.seed for r in rs}), "runs": len,
+         "minutes": lambda rs: sum(r.wall_time for r in rs) / 60,
+         "rates": lambda rs: len({r.train_config.lr for r in rs}), "lr-range": _lr_range,
+         "steps": lambda rs: rs[0].train_config.steps, "lr": lambda rs: rs[0].train_config.lr,
+         "warmup": lambda rs: rs[0].train_config.warmup,
+         "batch": lambda rs: rs[0].train_config.batch_size,
+         "deep": lambda rs: rs[0].config.n_enc, "dec": lambda rs: rs[0].config.n_dec,
+         "width": lambda rs: rs[0].config.d_model,
+         "layers": lambda rs: f"{rs[0].config.n_enc}+{rs[0].config.n_dec}"}
+
+
+def glue_sizes(prefix: str, records, *sizes: str, sep: str = "-") -> None:
+    """Glue ``<prefix><sep><size>`` for each of ``sizes`` (a key of :data:`SIZES`, or
+    ``"name:size"`` to glue it as ``<prefix><sep><name>``): the sizes of recorded runs, the
+    numbers a page states of a sweep (seeds, runs, rates; the first run's steps, rate, warmup,
+    batch, depth, width)."""
+    for size in sizes:
+        name, _, size = size.rpartition(":")
+        glue(f"{prefix}{sep}{name or size}", SIZES[size](records))
+
+
+def interval(name: str, e: dict, parts=("", "_lo", "_hi")) -> dict:
+    """An exponent interval ``e`` (:func:`tfx.theory.fit.exponent_interval`) as
+    ``{name + part: value}`` for its exponent, low and high end (to :func:`glue_all`)."""
+    return {name + p: e[k] for p, k in zip(parts, ("exponent", "low", "high"))}
+
+
 def glue_figure(name: str, fig) -> str:
     """Glue ``fig`` under ``name`` for a numbered, captioned ``{glue:figure}`` directive (not
     shown where it is computed) and close it; returns ``name``."""

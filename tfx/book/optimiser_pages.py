@@ -15,6 +15,7 @@ from scipy import stats
 
 from ..theory import optimiser as O
 from .notebook import md_table
+from .tables import rate_name  # noqa: F401 (chapters 19-22 and 26 call it from here)
 from .plot import QUADRATIC_RUN_COLORS, RECIPE_COLORS, SPIKE_COLORS, color, figure
 
 # chapter 18: a spike agrees with its prediction when the observed onset is within 3 % of the
@@ -409,11 +410,6 @@ def spike_figure(P, run, effect):
         ax_e.text(0.5, 0.5, "no loss spike\nin these runs", ha="center", va="center", transform=ax_e.transAxes)
         ax_e.set_axis_off()
     return fig
-
-
-def rate_name(lr: float) -> str:
-    """A learning rate as the experiment files write it: 3e-3, 1e-1."""
-    return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")
 
 
 # ---------------------------------------------------------------- explorers (chapters 18–21)

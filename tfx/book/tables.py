@@ -144,3 +144,8 @@ def gpu_records(gpu: dict, axes: dict) -> str:
         out.append(f"GPU results for {', '.join(missing)} are not in yet; the box at the "
                    "end of the page says how to run them.")
     return "\n\n".join(out)
+
+
+def rate_name(lr: float) -> str:
+    """A learning rate as the experiment files write it: 3e-3, 1e-1."""
+    return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")

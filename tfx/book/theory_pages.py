@@ -11,24 +11,10 @@ import numpy as np
 from ..runs import sweep
 from ..theory import fit, gradients, hidden, jacobian
 from . import plot
-from .notebook import glue, glue_figure, md_table
+from .notebook import glue, glue_all, glue_figure, interval, md_table
 
 # Chapter 1 draws optimisers and placements in neighbouring panels (plot.OPTIMISERS_BESIDE_SCHEMES)
 OPTIMISER_COLORS = plot.OPTIMISERS_BESIDE_SCHEMES
-
-
-def glue_all(values: dict, prefix: str = "") -> dict:
-    """Glue every ``values[k]`` as ``prefix + k``; returns them by their glued names."""
-    named = {prefix + k: v for k, v in values.items()}
-    for k, v in named.items():
-        glue(k, v)
-    return named
-
-
-def interval(name: str, e: dict, parts=("", "_lo", "_hi")) -> dict:
-    """An exponent interval ``e`` (:func:`tfx.theory.fit.exponent_interval`) as
-    ``{name + part: value}`` for its exponent, low and high end."""
-    return {name + p: e[k] for p, k in zip(parts, ("exponent", "low", "high"))}
 
 
 # ------------------------------------------------------------------ chapter 1: why hard

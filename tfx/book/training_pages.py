@@ -18,7 +18,7 @@ from ..runs.sweep import first_step_below
 from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, effects_figure, warmup_colors,
                    figure, lr_curves)
 from . import evidence
-from .notebook import glue, glue_figure, md_table  # noqa: F401 (chapters call pages.glue_figure)
+from .notebook import glue, glue_figure, glue_sizes, md_table  # noqa: F401 (chapters call pages.glue_figure, pages.glue_sizes)
 from .tables import Signed, cell, interval_text, outcome_counts
 
 # The architectures of the depth, warmup and translation sweeps, by label, in plot.COLORS'.
@@ -27,26 +27,6 @@ PALETTE = {label: color(scheme) for label, scheme in (
     ("Admin (profiling-free)", "admin-profiling-free"),
     ("Post-LN enc / Pre-LN dec", "post-enc-pre-dec"),
     ("T-Fixup (no LN)", "t-fixup"), ("Lipschitz init (Post-LN)", "lipschitz"))}
-
-
-# What a recorded sweep's size is, by name (:func:`glue_sizes`).
-SIZES = {"seeds": lambda rs: len({r.seed for r in rs}), "runs": len,
-         "rates": lambda rs: len({r.train_config.lr for r in rs}),
-         "steps": lambda rs: rs[0].train_config.steps, "lr": lambda rs: rs[0].train_config.lr,
-         "warmup": lambda rs: rs[0].train_config.warmup,
-         "batch": lambda rs: rs[0].train_config.batch_size,
-         "deep": lambda rs: rs[0].config.n_enc, "width": lambda rs: rs[0].config.d_model,
-         "layers": lambda rs: f"{rs[0].config.n_enc}+{rs[0].config.n_dec}"}
-
-
-def glue_sizes(prefix: str, records, *sizes: str, sep: str = "-") -> None:
-    """Glue ``<prefix><sep><size>`` for each of ``sizes`` (a key of :data:`SIZES`, or
-    ``"name:size"`` to glue it as ``<prefix><sep><name>``): the sizes of recorded runs, the
-    numbers a page states of a sweep (seeds, runs, rates; the first run's steps, rate, warmup,
-    batch, depth, width)."""
-    for size in sizes:
-        name, _, size = size.rpartition(":")
-        glue(f"{prefix}{sep}{name or size}", SIZES[size](records))
 
 
 # --------------------------------------------------------------------------- effects
