@@ -3,6 +3,8 @@ device (the ‖Δθ‖ record reads it there), fp16 runs through a GradScaler wh
 must carry, and dropout on the GPU draws from the CUDA generator, which a resume must restore.
 These run where CUDA is present (scripts/gpu_burst.sh's machine: python3 -m pytest
 tests/runs/test_cuda_paths.py) and skip elsewhere."""
+import math
+
 import pytest
 import torch
 
@@ -88,20 +90,12 @@ def test_resume_with_dropout_on_the_gpu_draws_the_same_masks(tmp_path):
     assert other.loss[10:] != pytest.approx(straight.loss[10:], rel=1e-5, abs=1e-6)  # masks matter at this size
 
 
-BF16_ENSEMBLE_FAILS = pytest.mark.xfail(
-    strict=True, raises=RuntimeError,
-    reason="H200, 2026-11-30: SDPA's math kernel under vmap and bf16 autocast fails in its softmax "
-           "backward ('expected input and grad types to match'). The likely fix (the fused kernels on "
-           "CUDA, which have batching rules) changes tfx.runs.ensemble, so the training code version: "
-           "it lands with the next trainer change, when every record is re-proven once. Strict: "
-           "once an ensemble trains in bf16 on CUDA this test fails until the mark goes.")
-
-
-@pytest.mark.parametrize("amp", [pytest.param("bf16", marks=BF16_ENSEMBLE_FAILS), "fp32"])
+@pytest.mark.parametrize("amp", ["bf16", "fp32"])
 def test_an_ensemble_trains_on_the_gpu_and_each_member_is_near_its_single_run(amp):
-    """An ensemble on CUDA (tfx.runs.ensemble) in bf16 autocast and in fp32. Members equal their
-    single runs only up to rounding (batched sums; bf16): losses within 2 % after 6 steps, and
-    different members (seed, lr) stay different."""
+    """An ensemble on CUDA (tfx.runs.ensemble) in bf16 autocast and in fp32, attention on SDPA's
+    fused kernels (ensemble.ATTENTION_KERNELS: the math kernel's softmax backward failed under vmap
+    in bf16 on an H200, 2026-11-30). Members equal their single runs only up to rounding (batched
+    sums; bf16): losses within 2 % after 6 steps, and different members (seed, lr) stay different."""
     _ensemble_near_single_runs(amp)
 
 
@@ -120,15 +114,17 @@ def _ensemble_near_single_runs(amp):
     assert hists[0].loss[-1] != hists[1].loss[-1]
 
 
-def test_the_fused_attention_kernels_train_a_bf16_ensemble(monkeypatch):
-    """The proposed fix for the failure above, tried without changing the training code (which
-    would re-version every record): SDPA's fused CUDA kernels, which have batching rules, in place
-    of the math kernel inside vmap. Passing here is the evidence to land the fix in
-    tfx.runs.ensemble with the next trainer change (then the xfail above goes)."""
-    from torch.nn.attention import SDPBackend
+def test_ensemble_members_with_dropout_draw_their_own_streams_on_the_gpu():
+    """Dropout on CUDA: each member draws from its own CUDA generator, seeded with its seed (its
+    own stream; not its single run's masks, which the fused dropout kernel draws its own way).
+    Two members of one seed are one run; another seed parts from it."""
+    from tfx.runs.ensemble import build_members, train_ensemble
 
-    from tfx.runs import ensemble
-
-    monkeypatch.setattr(ensemble, "ATTENTION_KERNELS",
-                        [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
-    _ensemble_near_single_runs("bf16")
+    config = ModelConfig.for_task(TASK, d_model=32, n_heads=4, d_ffn=64, n_enc=2, n_dec=2, dropout=0.3,
+                                  placement="pre")
+    cfg = TrainConfig(steps=6, batch_size=8, lr=1e-3, device="cuda", amp_dtype="bf16", log_every=1,
+                      diagnose=False, eval_batches=1, bleu_sentences=0)
+    cfgs = [cfg, cfg, cfg.replace(seed=1, data_seed=0)]
+    a, b, c = train_ensemble(build_members(config, TASK, cfgs), TASK, cfgs)
+    assert a.loss == b.loss and all(map(math.isfinite, a.loss))
+    assert a.loss[1:] != c.loss[1:]

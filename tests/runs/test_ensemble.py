@@ -11,6 +11,7 @@ In float64, tiny models. Tolerances, measured (see the module docstring):
 """
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -88,17 +89,73 @@ def test_a_decoder_only_language_model_member_is_its_single_run():
         _assert_member_is_its_single_run(config, task, c, m, h)
 
 
-def test_members_with_dropout_draw_their_own_masks():
-    """With dropout, two members of the same seed and lr (the same single run) see different
-    masks in the ensemble: their losses part at step 1. (Their masks are not their single
-    runs': see the module docstring.)"""
+@pytest.mark.parametrize("placement", ["post", "admin"])
+def test_a_member_with_dropout_draws_its_single_runs_masks_and_is_that_run(placement):
+    """Residual and FFN dropout: each member draws its masks from its own generator, seeded
+    as its single run seeds the global one (tfx::member_keep_mask), so on a CPU a member is
+    its single run, a diverging one included (stopped, and its replay drawing the masks its
+    single run's replay draws). Admin profiles with dropout on (its build, as a single run's)."""
+    config = _config(placement=placement, init="admin" if placement == "admin" else "xavier", dropout=0.3,
+                     act_dropout=0.2)
+    base = TrainConfig(steps=10, batch_size=4, eval_every=5, eval_batches=1, clip=0.5, log_every=2)
+    cfgs = [base.replace(seed=0, lr=1e-3), base.replace(seed=1, lr=3e-3), base.replace(seed=2, lr=30.0)]
+    models = [m.double() for m in build_members(config, TASK, cfgs)]
+    hists = train_ensemble(models, TASK, cfgs)
+    for c, m, h in zip(cfgs, models, hists):
+        _assert_member_is_its_single_run(config, TASK, c, m, h)
+    assert [h.status == "diverged" for h in hists] == [False, False, True]
+    assert compatible([config] * 2, [cfgs[0], cfgs[1]])  # tfx.sweep may group runs with dropout
+
+
+def test_a_translation_member_with_dropout_is_its_single_run_though_batches_are_padded():
+    """German→English: the members' batches differ in length in both stacks and are padded to
+    the longest in the stack; each member still draws masks over its own lengths (as many
+    draws as its single run), so it is its single run."""
+    from tfx.runs.data import load_task
+
+    task = load_task("libreoffice-de-en")
+    config = _config(task, placement="pre", dropout=0.3, act_dropout=0.1)
+    base = TrainConfig(steps=4, batch_size=4, eval_batches=1, bleu_sentences=0, log_every=2)
+    cfgs = [base.replace(seed=0, lr=1e-3), base.replace(seed=1, lr=3e-3)]
+    assert task.batch(0, 4).src.shape != task.batch(tfx.nn.optim.DATA_STREAM, 4).src.shape
+    models = [m.double() for m in build_members(config, task, cfgs)]
+    for c, m, h in zip(cfgs, models, train_ensemble(models, task, cfgs)):
+        _assert_member_is_its_single_run(config, task, c, m, h)
+
+
+def test_two_members_of_one_seed_draw_the_same_masks_and_the_option_matters():
+    """Two members of the same seed and lr are the same run (the masks follow the seed); without
+    the member's own draw (nn.Dropout in the template, under one batched generator) they part."""
+    from tfx.runs import ensemble
+
     config = _config(dropout=0.3)
     cfg = TrainConfig(steps=2, batch_size=4, eval_batches=1, lr=1e-3)
-    models = build_members(config, TASK, [cfg, cfg])
-    a, b = train_ensemble(models, TASK, [cfg, cfg])
-    assert a.loss[0] != b.loss[0] and math.isfinite(a.loss[0]) and math.isfinite(b.loss[0])
-    assert not compatible([config] * 2, [cfg] * 2)  # tfx.sweep groups only runs without dropout
-    assert compatible([_config()] * 2, [cfg, cfg.replace(seed=1, lr=3e-3)])
+    a, b = train_ensemble(build_members(config, TASK, [cfg, cfg]), TASK, [cfg, cfg])
+    assert a.loss == b.loss and math.isfinite(a.loss[0])
+    other = train_ensemble(build_members(config, TASK, [cfg, cfg.replace(seed=1)]), TASK, [cfg, cfg.replace(seed=1)])
+    assert other[0].loss == a.loss and other[1].loss != a.loss
+
+
+def test_a_language_model_member_records_its_single_runs_probes():
+    """probes=True: each member's probe rows (attention logits and entropy, the stream's
+    variance, DyT saturation) are its single run's, with dropout on."""
+    from tfx.runs.data import load_task
+
+    task = load_task("libreoffice-en")
+    config = _config(task, n_enc=0, n_dec=2, placement="pre", norm="dyt", dropout=0.2)
+    base = TrainConfig(steps=6, batch_size=4, eval_batches=1, bleu_sentences=0, probes=True, log_every=3)
+    cfgs = [base.replace(seed=0, lr=1e-3), base.replace(seed=1, lr=3e-3)]
+    models = [m.double() for m in build_members(config, task, cfgs)]
+    for c, m, h in zip(cfgs, models, train_ensemble(models, task, cfgs)):
+        single = _assert_member_is_its_single_run(config, task, c, m, h)
+        assert h.probe_step == single.probe_step == [3, 6]
+        assert (h.attn_names, h.stream_names, h.dyt_names) == (single.attn_names, single.stream_names,
+                                                               single.dyt_names)
+        for name in ("attn_logit_max", "attn_entropy", "stream_var", "dyt_saturated"):
+            mine, its = (np.asarray(getattr(r, name), dtype=float).ravel() for r in (h, single))
+            assert mine.shape == its.shape and mine == pytest.approx(its, rel=LOSS_REL), name
+        assert len(h.dyt_saturated[0]) == len(h.dyt_names) > 0 and len(h.attn_entropy[0][0]) == config.n_heads
+        assert min(min(v) for v in h.stream_var) > 0 and h.attn_logit_max[0] != h.attn_logit_max[1]
 
 
 @pytest.mark.parametrize("change, field", [
@@ -114,12 +171,18 @@ def test_incompatible_members_are_refused_naming_the_field(change, field):
         check_members(configs, cfgs)
 
 
-@pytest.mark.parametrize("field, value", [("probes", True), ("compile", True), ("max_tokens", 64),
-                                          ("watch_every", 2)])
+@pytest.mark.parametrize("field, value", [("compile", True), ("max_tokens", 64), ("watch_every", 2)])
 def test_settings_an_ensemble_cannot_honour_are_refused_by_name(field, value):
     cfg = TrainConfig(**{field: value})
     with pytest.raises(EnsembleError, match=rf"TrainConfig.{field} = .* is not supported in an ensemble; allowed"):
         check_members([_config()] * 2, [cfg, cfg.replace(seed=1)])
+
+
+def test_attention_dropout_is_refused_by_name():
+    """SDPA draws attention masks inside its kernel, where a member's generator cannot reach."""
+    with pytest.raises(EnsembleError, match=r"ModelConfig.attn_dropout = 0.1 is not supported in an ensemble"):
+        check_members([_config(attn_dropout=0.1)] * 2, [TrainConfig(), TrainConfig(seed=1)])
+    assert not compatible([_config(attn_dropout=0.1)] * 2, [TrainConfig(), TrainConfig(seed=1)])
 
 
 def test_take_step_on_members_sets_each_lr_and_clips_each_member_alone():

@@ -418,8 +418,9 @@ def ensembles(todo, max_members: int = 1) -> list[list]:
     they share the task, the model's shape (every model field but the initialiser's,
     ``ensemble.INIT_ONLY_MODEL_FIELDS``) and every TrainConfig field but the ones a member
     keeps (``ensemble.MEMBER_TRAIN_FIELDS``: seed, lr, schedule, …), and can be an ensemble
-    whose members are exactly their single runs (:func:`tfx.runs.ensemble.compatible`: no
-    dropout, no probes, …). Groups come in the order of their first job, each in ``todo``'s
+    whose members are their single runs (:func:`tfx.runs.ensemble.compatible`: no attention
+    dropout, no compile, …; on CUDA a member's dropout masks are its own stream, not its single
+    run's). Groups come in the order of their first job, each in ``todo``'s
     order, filled to ``max_members`` before the next is started."""
     from .ensemble import INIT_ONLY_MODEL_FIELDS, MEMBER_TRAIN_FIELDS, compatible
 
@@ -914,7 +915,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=None, help="results folder (default: results/ of the checkout)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
     ap.add_argument("--ensemble", type=int, default=1, metavar="K",
-                    help="train up to K compatible runs (same shapes; seed, lr, schedule may differ; no dropout) "
+                    help="train up to K compatible runs (same shapes; seed, lr, schedule may differ; no attention dropout) "
                          "together as one program (tfx.runs.ensemble); default 1: each run alone")
     ap.add_argument("--list", action="store_true", help="list the runs and exit")
     ap.add_argument("--budget-minutes", type=float, default=None,
