@@ -132,7 +132,7 @@ colab-check: $(STAMP)
 # Uses .venv where there is one, else the machine's python3 with tfx importable from here.
 # On a lent GPU machine use scripts/gpu_burst.sh, which installs what it lacks and runs this.
 # GPU_PLAN is tfx.runs.cost.GPU_PLAN (tests/runs/test_gpu_plan.py checks they agree).
-GPU_PLAN := experiments/lr-sensitivity experiments/warmup-axis experiments/depth experiments/depth-rates \
+GPU_PLAN := experiments/ad3-deep experiments/lr-sensitivity experiments/warmup-axis experiments/depth experiments/depth-rates \
             experiments/warmup \
             experiments/warmup-fixes experiments/stability-map experiments/admin-profiling \
             experiments/translation experiments/lm experiments/logits experiments/norms \

@@ -86,24 +86,43 @@ def _plan_cmd(results_dir, *extra):
             "--results", str(results_dir), *extra]
 
 
-def test_the_gpu_plan_fits_its_budget_and_trains_nothing(tmp_path):
+def _gpu_plan(tmp_path, jobs):
     # the bench is done (results/gpu-bench.txt): a burst reading these results skips it, and so does the plan
     (tmp_path / "gpu-bench.txt").write_bytes((ROOT / "results" / "gpu-bench.txt").read_bytes())
-    r = subprocess.run(_plan_cmd(tmp_path, "--plan", "--jobs", str(cost.DEFAULT_JOBS)), cwd=ROOT, capture_output=True,
+    r = subprocess.run(_plan_cmd(tmp_path, "--plan", "--jobs", str(jobs)), cwd=ROOT, capture_output=True,
                        text=True, timeout=600, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 0, r.stderr
-    out = r.stdout
+    return r.stdout
+
+
+def test_the_gpu_plan_lists_the_core_first_then_the_rest_within_its_budget_and_trains_nothing(tmp_path):
+    out = _gpu_plan(tmp_path, cost.DEFAULT_JOBS)
     for name in cost.GPU_PLAN:  # each experiment, with its runs
         assert re.search(rf"^  {re.escape(name)} .* runs to do", out, re.M), name
-    assert "5 seeds ×" in out
-    total = float(re.search(r"^total ≈ ([\d.]+) H100-minutes$", out, re.M).group(1))
-    assert 0 < total <= cost.BUDGET_MINUTES
+    assert out.index("the core (ad3-deep)") < out.index("  ad3-deep (AD-3)") < out.index("the rest, in the order") \
+        < out.index("  lr-sensitivity")
+    assert "5 seeds ×  2000 steps  18+18, d 512" in out and "5 seeds ×  2000 steps  6+6, d 512" in out
+    rest = float(re.search(r"^the rest ≈ ([\d.]+) H100-minutes more", out, re.M).group(1))
+    assert 0 < rest <= cost.REST_BUDGET_MINUTES
+    assert out.rstrip().splitlines()[-1].startswith("total ≈ ")  # it ends with the core's total
     assert "the bench 0.0 min (done: gpu-bench.txt)" in out
     assert [p.name for p in tmp_path.iterdir()] == ["gpu-bench.txt"]  # no record, no checkpoint
     # with one job at a time the same runs take longer: the --jobs option counts
-    r1 = subprocess.run(_plan_cmd(tmp_path, "--plan", "--jobs", "1"), cwd=ROOT, capture_output=True, text=True,
-                        timeout=600, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
-    assert float(re.search(r"^total ≈ ([\d.]+) H100-minutes$", r1.stdout, re.M).group(1)) > total
+    one = _gpu_plan(tmp_path, 1)
+    assert _core_total(one) > _core_total(out)
+
+
+def _core_total(out: str) -> float:
+    return float(re.search(r"^total ≈ ([\d.]+) H100-minutes$", out, re.M).group(1))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Issue 42: by the cost model of single runs, 8 at once (fitted on the H200 bursts), the core is "
+    "≈ 63 H100-minutes. It fits 25 only if ensembles (python -m tfx.sweep --ensemble 5: a grid point's "
+    "5 seeds as one program) train ≥ 2.5× the runs per GPU-minute; the plan is re-sized from that "
+    "throughput once a GPU has measured it (python -m tfx.bench --ensemble), never from a guess."))
+def test_the_core_fits_its_budget(tmp_path):
+    assert _core_total(_gpu_plan(tmp_path, cost.DEFAULT_JOBS)) <= cost.CORE_BUDGET_MINUTES
 
 
 def test_plan_refuses_a_budget_and_jobs_below_one(tmp_path):

@@ -1105,16 +1105,20 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
     ``details``: one line per grid point too). With no ``step_seconds`` the step times are the
     cost model's (:mod:`tfx.runs.cost`, fitted on H200 bursts), and the total adds each burst's
     start and the bench, unless the results folder has its ``gpu-bench.txt``:
-    ``total ≈ N H100-minutes``."""
+    ``total ≈ N H100-minutes``. When ``plans`` hold the core of the GPU plan
+    (:data:`tfx.runs.cost.GPU_CORE`) and more, the core comes first with its estimate, then the
+    rest with its own total, and the last line is the core's total (the number returned)."""
     from . import cost
 
     step_seconds = step_seconds or {}
     measured = bool(step_seconds)
-    rows, runs_min = [], 0.0
+    rows, runs_min, per_experiment, blocks = [], 0.0, [], []
     for p in plans:
         secs = [estimate_seconds(j, step_seconds, jobs) for j in p["todo"]]
         minutes = cost.experiment_seconds(secs, jobs) / 60  # its pool's start and its runs, in order on `jobs` workers
         runs_min += minutes
+        per_experiment.append(minutes)
+        first = len(rows)
         claims = f" ({', '.join(p['claims'])})" if p.get("claims") else ""
         rows.append(f"  {p['experiment'] + claims:<40} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
                     f"≈ {minutes:5.1f} min  (cumulative {runs_min:5.1f})")
@@ -1126,22 +1130,44 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
             for label, (run, n, t) in groups.items():
                 rows.append(f"      {label:<52} {n} seed{'s' if n > 1 else ' '} × {run.train.steps:>5} steps  "
                             f"{_size_text(run):<30} ≈ {t:4.0f} s a run")
+        blocks.append(rows[first:])
     source = (f"step times measured on this device for {len(step_seconds)} model size(s)" if measured
               else "step times from the H100 cost model (tfx.runs.cost), not measured")
     head = f"plan (profile {plans[0]['profile'] if plans else '?'}, {jobs} job(s) at once, {source}):"
     if measured:
         tail = f"  estimated {runs_min:.1f} min in all" + (f"; budget {budget:g} min" if budget else "")
         return "\n".join([head, *rows, tail]), runs_min
-    n_bursts = cost.bursts(runs_min)
     # the bench runs once, while the results folder has no gpu-bench.txt (scripts/gpu_burst.sh, BENCH=auto)
     benched = bool(plans) and (Path(plans[0]["out"]).parent / "gpu-bench.txt").exists()
+    in_core = [p["experiment"] in cost.GPU_CORE for p in plans]
+    if not any(in_core) or all(in_core):
+        total, estimate = _gpu_total(runs_min, benched)
+        return "\n".join([head, *rows, estimate, f"total ≈ {total:.1f} H100-minutes"]), total
+    # the GPU plan: the core (run first) and its estimate, then the rest and its own total; the
+    # last line is the core's total
+    core_min = sum(m for m, c in zip(per_experiment, in_core) if c)
+    total, core_estimate = _gpu_total(core_min, benched)
+    rest_total, rest_estimate = _gpu_total(runs_min - core_min, True)
+    return "\n".join([head, f"the core ({', '.join(cost.GPU_CORE)}), which a burst runs first:",
+                      *(r for block, c in zip(blocks, in_core) if c for r in block), core_estimate,
+                      "the rest, in the order a burst runs it after the core (a shortfall cuts it from the end):",
+                      *(r for block, c in zip(blocks, in_core) if not c for r in block), rest_estimate,
+                      f"the rest ≈ {rest_total:.1f} H100-minutes more (budget {cost.REST_BUDGET_MINUTES:g})",
+                      f"the core: budget {cost.CORE_BUDGET_MINUTES:g} H100-minutes",
+                      f"total ≈ {total:.1f} H100-minutes"]), total
+
+
+def _gpu_total(runs_min: float, benched: bool) -> tuple[float, str]:
+    """A GPU plan's H100-minutes (its runs, the bench unless ``benched``, each burst's start)
+    and the line that says so."""
+    from . import cost
+
+    n_bursts = cost.bursts(runs_min)
     bench_min = 0.0 if benched else cost.BENCH_SECONDS / 60
     total = runs_min + bench_min + n_bursts * cost.BURST_SECONDS / 60
-    tail = (f"  estimated: runs {runs_min:.1f} min + the bench {bench_min:.1f} min"
-            + (" (done: gpu-bench.txt)" if benched else "") + " + "
-            f"{n_bursts} burst(s) of ≤ {cost.BURST_MINUTES:g} min, each {cost.BURST_SECONDS / 60:.1f} min to start\n"
-            f"total ≈ {total:.1f} H100-minutes")
-    return "\n".join([head, *rows, tail]), total
+    return total, (f"  estimated: runs {runs_min:.1f} min + the bench {bench_min:.1f} min"
+                   + (" (done: gpu-bench.txt)" if benched else "") + " + "
+                   f"{n_bursts} burst(s) of ≤ {cost.BURST_MINUTES:g} min, each {cost.BURST_SECONDS / 60:.1f} min to start")
 
 
 if __name__ == "__main__":
