@@ -8,6 +8,7 @@ import re
 import shutil
 
 import pytest
+from hypothesis import given, strategies as st
 
 from tfx.runs import results, shipped, sweep
 from tfx.runs.experiment import Experiment
@@ -115,3 +116,30 @@ def test_a_damaged_shipped_file_is_named(installed):
 def test_an_unknown_experiment_names_both_places(installed):
     with pytest.raises(FileNotFoundError, match="nope.toml"):
         Experiment.load("nope")
+
+
+def test_float32_lists_ship_short_and_read_back_bit_for_bit():
+    """short_floats writes a list whose every float is a float32 value in float32's shortest
+    form, and restore_floats rounds it back to the very same numbers; a list with one double that
+    is not a float32 (an lr of 1e-3), or with anything but numbers, is left as it is."""
+    import struct
+
+    f32 = [struct.unpack("<f", struct.pack("<f", x))[0] for x in (0.6402783393859863, 1e-3, 3.1, 2.0 ** -140)]
+    history = {"loss": f32 + [float("nan")], "stream_var": [[f32[0], f32[1]], [f32[2]]], "step": [1, 2],
+               "lr": [1e-3, 2e-3], "reason": ["x"], "grad_norm": []}
+    line = shipped._thinned(json.dumps({"history": dict(history)}))
+    shipped_history = json.loads(line)["history"]
+    assert shipped_history[shipped.F32_MARK] == ["loss", "stream_var"]
+    assert shipped_history["loss"][0] == 0.64027834 and shipped_history["lr"] == [1e-3, 2e-3]
+    assert len(line) < len(json.dumps({"history": history}, separators=(",", ":")))
+    back = shipped.restore_floats(json.loads(line))["history"]
+    assert set(back) == set(history)
+    for name, v in history.items():
+        assert json.dumps(back[name]) == json.dumps(v), name  # the same bits (NaN included)
+    assert shipped.restore_floats({"history": {"loss": [0.1]}}) == {"history": {"loss": [0.1]}}  # unmarked: as is
+
+
+@given(st.lists(st.floats(width=32, allow_nan=False), min_size=1))
+def test_every_float32_survives_the_short_form(values):
+    line = shipped._thinned(json.dumps({"history": {"loss": values}}))
+    assert shipped.restore_floats(json.loads(line))["history"]["loss"] == values

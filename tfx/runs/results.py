@@ -335,7 +335,7 @@ def read(paths, dedupe: bool = True) -> list[Record]:
                 warnings.warn(f"{p}:{n}: skipping a line that is not whole JSON (a torn write? {e.msg})")
                 continue
             try:
-                recs.append(Record.from_dict(d))
+                recs.append(Record.from_dict(shipped.restore_floats(d)))
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise RecordError(f"{p}:{n}: a whole JSON line that is not a valid record "
                                   f"({type(e).__name__}: {e}); fix or move the file, nothing was read from it") from e

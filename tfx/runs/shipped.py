@@ -5,7 +5,8 @@ A checkout has ``experiments/`` and ``results/`` at its top, and they win: a swe
 there shows up at once. A wheel (``pip install "tfx-book @ git+…"``) has no checkout, so its
 build copies ``experiments/*.toml`` into ``tfx/shipped/experiments/`` and the recorded
 ``results/NAME.{book,full}*`` into ``tfx/shipped/results/`` (each batch xz-compressed again
-without the per-step lists no chapter reads, :data:`UNREAD_HISTORY`), with a ``SHA256SUMS``
+without the per-step lists no chapter reads, :data:`UNREAD_HISTORY`, and with its float32
+numbers written short, :func:`short_floats`), with a ``SHA256SUMS``
 that :func:`shipped_results` checks before a chapter reads a byte (``setup.py`` calls
 :func:`ship`). The records in ``results/`` keep every field; only the reader's copy is thinner.
 
@@ -16,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+import math
 import os
 import shutil
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,6 +32,71 @@ SEALED = ".jsonl.xz"  # tfx.runs.results.SEALED (this file runs without torch, s
 # largest |log Z| of every logged step: a quarter of the records' bytes). The wheel's copy
 # leaves them out; results/ keeps them. tests/runs/test_shipped.py fails if code names one.
 UNREAD_HISTORY = ("acc", "log_z_absmax")
+# The history's lists written in float32's shortest form in the wheel's copy (short_floats), so
+# the reader rounds them back to float32 (restore_floats)
+F32_MARK = "float32_fields"
+_F32 = struct.Struct("<f")
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to the nearest float32, as a Python float."""
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+def _short(x: float) -> float:
+    """The float with the fewest significant digits (≤ 9, which always suffice) that rounds to
+    the same float32 as ``x``: its JSON text is as short as float32's precision allows."""
+    for digits in range(6, 9):
+        y = float(f"{x:.{digits}g}")
+        if _f32(y) == x:
+            return y
+    return float(f"{x:.9g}")
+
+
+def _floats(v):
+    """Every float in a (nested) list ``v``: None when ``v`` holds anything but lists and numbers."""
+    out = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, float):
+            out.append(x)
+        elif isinstance(x, bool) or not isinstance(x, int):
+            return None
+    return out
+
+
+def _map_floats(v, fn):
+    return [_map_floats(x, fn) for x in v] if isinstance(v, list) else fn(v) if isinstance(v, float) else v
+
+
+def short_floats(history: dict) -> dict:
+    """``history`` with each list whose every float is a float32 value (what the trainer records
+    on the device: the loss, ‖g‖, the probes …) written in float32's shortest decimal form
+    (0.6402783393859863 → 0.64027834), their names in ``history[F32_MARK]``. Lossless:
+    :func:`restore_floats` rounds them back to the very same numbers. Its digits beyond float32's
+    are noise to a compressor: this takes about a third off the wheel's records."""
+    marked = []
+    for name, v in history.items():
+        floats = _floats(v) if isinstance(v, list) else None
+        if floats and all(not math.isfinite(x) or _f32(x) == x for x in floats):
+            history[name] = _map_floats(v, lambda x: _short(x) if math.isfinite(x) else x)
+            marked.append(name)
+    if marked:
+        history[F32_MARK] = marked
+    return history
+
+
+def restore_floats(record: dict) -> dict:
+    """A shipped record with its :func:`short_floats` lists rounded back to float32: the numbers
+    the trainer recorded, bit for bit (a record without the mark is returned as it is)."""
+    history = record.get("history") if isinstance(record, dict) else None
+    if isinstance(history, dict) and F32_MARK in history:
+        for name in history.pop(F32_MARK):
+            history[name] = _map_floats(history[name], lambda x: _f32(x) if math.isfinite(x) else x)
+    return record
 
 
 class ShippedDataError(RuntimeError):
@@ -76,9 +144,9 @@ def shipped_results(experiment: str, profile: str) -> list[Path]:
 
 
 def _thinned(line: str) -> str:
-    """One results line without the :data:`UNREAD_HISTORY` lists (the same JSON otherwise:
-    json round-trips every float exactly); a line that is not whole JSON (a torn write) is
-    kept as it is, for the reader to skip and name."""
+    """One results line without the :data:`UNREAD_HISTORY` lists, its float32 lists written
+    short (:func:`short_floats`; :func:`restore_floats` gives every number back exactly); a
+    line that is not whole JSON (a torn write) is kept as it is, for the reader to skip and name."""
     try:
         record = json.loads(line)
     except json.JSONDecodeError:
@@ -87,6 +155,7 @@ def _thinned(line: str) -> str:
     if isinstance(history, dict):
         for name in UNREAD_HISTORY:
             history.pop(name, None)
+        short_floats(history)
     return json.dumps(record, separators=(",", ":")) + "\n"
 
 
