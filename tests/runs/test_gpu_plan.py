@@ -99,7 +99,7 @@ def test_the_gpu_plan_lists_the_core_first_then_the_rest_within_its_budget_and_t
     out = _gpu_plan(tmp_path, cost.DEFAULT_JOBS)
     for name in cost.GPU_PLAN:  # each experiment, with its runs
         assert re.search(rf"^  {re.escape(name)} .* runs to do", out, re.M), name
-    assert out.index("the core (ad3-deep)") < out.index("  ad3-deep (AD-3)") < out.index("the rest, in the order") \
+    assert out.index("the core (ad3-deep;") < out.index("  ad3-deep (AD-3)") < out.index("the rest, in the order") \
         < out.index("  lr-sensitivity")
     assert "5 seeds ×  2000 steps  18+18, d 512" in out and "5 seeds ×  2000 steps  6+6, d 512" in out
     rest = float(re.search(r"^the rest ≈ ([\d.]+) H100-minutes more", out, re.M).group(1))

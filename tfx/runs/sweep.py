@@ -1148,9 +1148,10 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
     core_min = sum(m for m, c in zip(per_experiment, in_core) if c)
     total, core_estimate = _gpu_total(core_min, benched)
     rest_total, rest_estimate = _gpu_total(runs_min - core_min, True)
-    return "\n".join([head, f"the core ({', '.join(cost.GPU_CORE)}), which a burst runs first:",
+    return "\n".join([head, f"the core ({', '.join(cost.GPU_CORE)}; a burst first ends the experiments already begun, "
+                      "then runs it):",
                       *(r for block, c in zip(blocks, in_core) if c for r in block), core_estimate,
-                      "the rest, in the order a burst runs it after the core (a shortfall cuts it from the end):",
+                      "the rest, in the order a burst runs it (a shortfall cuts it from the end):",
                       *(r for block, c in zip(blocks, in_core) if not c for r in block), rest_estimate,
                       f"the rest ≈ {rest_total:.1f} H100-minutes more (budget {cost.REST_BUDGET_MINUTES:g})",
                       f"the core: budget {cost.CORE_BUDGET_MINUTES:g} H100-minutes",
