@@ -124,8 +124,9 @@ def test_a_translation_member_with_dropout_is_its_single_run_though_batches_are_
 
 
 def test_two_members_of_one_seed_draw_the_same_masks_and_the_option_matters():
-    """Two members of the same seed and lr are the same run (the masks follow the seed); without
-    the member's own draw (nn.Dropout in the template, under one batched generator) they part."""
+    """Two members of the same seed and lr are the same run (the masks follow the seed), and a
+    member's masks do not depend on the other members' seeds. (Without the member's own draw the
+    members' masks would not be their single runs': the float64 tests above fail.)"""
     from tfx.runs import ensemble
 
     config = _config(dropout=0.3)

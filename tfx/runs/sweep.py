@@ -1112,25 +1112,24 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
 
     step_seconds = step_seconds or {}
     measured = bool(step_seconds)
-    rows, runs_min, per_experiment, blocks = [], 0.0, [], []
+    blocks, minutes_each = [], []  # per experiment: its lines, its minutes
     for p in plans:
         secs = [estimate_seconds(j, step_seconds, jobs) for j in p["todo"]]
         minutes = cost.experiment_seconds(secs, jobs) / 60  # its pool's start and its runs, in order on `jobs` workers
-        runs_min += minutes
-        per_experiment.append(minutes)
-        first = len(rows)
+        minutes_each.append(minutes)
         claims = f" ({', '.join(p['claims'])})" if p.get("claims") else ""
-        rows.append(f"  {p['experiment'] + claims:<40} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
-                    f"≈ {minutes:5.1f} min  (cumulative {runs_min:5.1f})")
+        block = [f"  {p['experiment'] + claims:<40} {len(p['todo']):>4} of {len(p['mine']):<4} runs to do  "
+                 f"≈ {minutes:5.1f} min  (cumulative {sum(minutes_each):5.1f})"]
         if details:
             groups: dict = {}
             for j, t in zip(p["todo"], secs):
                 g = groups.setdefault(j["run"].label, [j["run"], 0, t])
                 g[1] += 1
             for label, (run, n, t) in groups.items():
-                rows.append(f"      {label:<52} {n} seed{'s' if n > 1 else ' '} × {run.train.steps:>5} steps  "
-                            f"{_size_text(run):<30} ≈ {t:4.0f} s a run")
-        blocks.append(rows[first:])
+                block.append(f"      {label:<52} {n} seed{'s' if n > 1 else ' '} × {run.train.steps:>5} steps  "
+                             f"{_size_text(run):<30} ≈ {t:4.0f} s a run")
+        blocks.append(block)
+    rows, runs_min = [r for block in blocks for r in block], sum(minutes_each)
     source = (f"step times measured on this device for {len(step_seconds)} model size(s)" if measured
               else "step times from the H100 cost model (tfx.runs.cost), not measured")
     head = f"plan (profile {plans[0]['profile'] if plans else '?'}, {jobs} job(s) at once, {source}):"
@@ -1145,7 +1144,7 @@ def plan_text(plans, jobs: int = 1, step_seconds: dict | None = None, budget: fl
         return "\n".join([head, *rows, estimate, f"total ≈ {total:.1f} H100-minutes"]), total
     # the GPU plan: the core (run first) and its estimate, then the rest and its own total; the
     # last line is the core's total
-    core_min = sum(m for m, c in zip(per_experiment, in_core) if c)
+    core_min = sum(m for m, c in zip(minutes_each, in_core) if c)
     total, core_estimate = _gpu_total(core_min, benched)
     rest_total, rest_estimate = _gpu_total(runs_min - core_min, True)
     return "\n".join([head, f"the core ({', '.join(cost.GPU_CORE)}; a burst first ends the experiments already begun, "
