@@ -259,3 +259,39 @@ def test_zoo_explorer_draws_each_seed_against_its_own_control_from_the_injection
     assert set(calm.lines["seed 0"][1]) == {0.0} and "clipped 6 of" in calm.note
     missing = e.panels(cause="fresh moments", guard="no guard", lr="1e-2")[0]
     assert "not recorded yet" in missing.note
+
+
+def test_schedule_explorer_draws_lr_at_and_each_control_changes_it():
+    """Chapter 21's schedules explorer: each curve is tfx.nn.optim.lr_at's rate over the run;
+    the warmup moves every schedule's start, the cooldown only WSD's, the run length the
+    steps; the spent rate is the running sum of the drawn rate."""
+    from tfx.nn.config import TrainConfig
+    from tfx.nn.optim import lr_at
+
+    e = se.schedule_explorer(None, steps=(100, 200), warmups=(0, 10), cooldowns=(0.1, 0.5))
+    share, spent = e.panels(steps=100, warmup=10, cooldown=0.5)
+    xs, ys = share.lines["WSD, linear cooldown"]
+    tc = TrainConfig(lr=1.0, steps=100, warmup=10, schedule="wsd-linear", cooldown_fraction=0.5)
+    assert list(ys) == [lr_at(int(t), tc) for t in xs] and xs[-1] == 100
+    assert spent.lines["constant"][1][-1] == pytest.approx(sum(lr_at(t, TrainConfig(lr=1.0, steps=100, warmup=10))
+                                                               for t in range(1, 101)))
+    other_cooldown = e.panels(steps=100, warmup=10, cooldown=0.1)[0].lines
+    assert list(other_cooldown["WSD, linear cooldown"][1]) != list(ys)
+    assert list(other_cooldown["cosine to 10 %"][1]) == list(share.lines["cosine to 10 %"][1])
+    no_warmup = e.panels(steps=100, warmup=0, cooldown=0.5)[0].lines
+    assert no_warmup["constant"][1][0] == 1.0 and share.lines["constant"][1][0] == pytest.approx(0.1)
+    assert e.panels(steps=200, warmup=10, cooldown=0.5)[0].lines["constant"][0][-1] == 200
+
+
+def test_every_schedule_has_one_colour_on_every_figure():
+    """A schedule looks the same on the explorer and the recorded sweep's figure: its colour
+    comes from the one registry (tfx.book.plot.COLORS, under the trainer's schedule name)."""
+    from tfx.book import optimiser_pages as pages
+    from tfx.book.plot import COLORS
+    from tfx.nn.config import SCHEDULES
+
+    assert set(pages.SCHEDULE_NAMES.values()) <= set(SCHEDULES)
+    assert pages.SCHEDULE_COLORS == {n: COLORS[k] for n, k in pages.SCHEDULE_NAMES.items()}
+    assert len(set(pages.SCHEDULE_COLORS.values())) == len(pages.SCHEDULE_NAMES)
+    e = se.schedule_explorer(None, steps=(100,), warmups=(10,), cooldowns=(0.2,))
+    assert all(p.colors == pages.SCHEDULE_COLORS for p in e.panels(steps=100, warmup=10, cooldown=0.2))

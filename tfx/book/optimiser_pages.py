@@ -412,67 +412,6 @@ def spike_figure(P, run, effect):
     return fig
 
 
-# ---------------------------------------------------------------- explorers (chapters 18–21)
-def lr_curve_explorer(records, axes: dict, title: str, trace: str | None = None, every: int = 10,
-                      default: dict | None = None):
-    """An explorer over the recipes of a recorded learning-rate sweep (``axes``: {axis:
-    [variants]}, the learning rate left free): every seed's final held-out loss against the
-    rate (a diverged run at L₀, as the LR sensitivity counts it), with each seed's best rate
-    and LR sensitivity in the note; with ``trace`` (e.g. 'log_z') a second panel of that
-    recorded trace at the recipe's best rate, every ``every``-th logged step. ``default``: the
-    state it opens in (default: each axis's first variant)."""
-    from ..runs import effects, sensitivity, traces
-    from ..runs.results import provenance, select
-    from .explorer import Explorer, Panel
-
-    def compute(**cell):
-        recs = select(records, **cell)
-        s = sensitivity.summarize(recs)
-        lines = {}
-        for seed, (lrs, vals) in sensitivity.curves(recs).items():
-            start = s["per_seed"][seed]["start"]
-            lines[f"seed {seed}"] = (lrs, [min(v, start) if math.isfinite(v) else start for v in vals])
-        best = sensitivity.best_rates(recs)
-        note = (f"best rate {10 ** np.mean(list(best.values())):.1e} (mean of log10 over seeds)\n"
-                f"LR sensitivity {s['median']:.2f} nats (median), {s['low']:.2f} to {s['high']:.2f}")
-        panels = [Panel(title="final held-out loss against the rate", x="learning rate",
-                        y="held-out loss (nats)", lines=lines, xlog=True, note=note)]
-        if trace:
-            b, at = effects.runs_at_best_rate(recs)
-            series = {}
-            for r in sorted(at, key=lambda r: r.seed):
-                xs, ys = traces.trace(r.history, trace)
-                series[f"seed {r.seed}"] = (xs[::every], ys[::every])
-            panels.append(Panel(title=f"{trace.replace('_', ' ')} at the best rate, {b.variant}", x="step",
-                                y=trace.replace("_", " "), lines=series, fixed_y=False))
-        return panels
-
-    return Explorer(axes, compute, title=title, default=default,
-                    P=f"records: profile {records[0].profile} · {provenance(records)}")
-
-
-def quadratic_explorer(P, beta2s, epss, lr=0.01, h=1.0, steps=2000, every=10):
-    """Chapter 18: Adam on h x²/2 for each β₂ × ε: the loss (log) and the preconditioned
-    curvature a_t h against the momentum threshold, every ``every``-th step."""
-    from .explorer import Explorer, Panel
-
-    threshold = O.stability_threshold(0.9)
-
-    def compute(beta2, eps):
-        run = O.quadratic_run("adam", h=h, lr=lr, steps=steps, betas=(0.9, beta2), eps=eps)
-        t = np.arange(1, len(run.loss) + 1)[::every]
-        loss = np.maximum(run.loss[::every], 1e-80)
-        onset = O.spike_onset(run, after=O.decay_start(run) or 1)
-        note = f"spike at step {onset}" if onset else "no spike"
-        return [Panel(title="loss h x²/2", x="step", y="loss", lines={"Adam": (t, loss)}, ylog=True, note=note),
-                Panel(title="preconditioned curvature a h", x="step", y="a h",
-                      lines={"a h": (t, run.sharpness[::every]), "threshold": (t, np.full(len(t), threshold))},
-                      styles={"threshold": "dashed"}, ylog=True)]
-
-    return Explorer({"beta2": list(beta2s), "eps": list(epss)}, compute, labels={"beta2": "β₂", "eps": "ε"},
-                    title="Adam on a quadratic: β₂ and ε", P=P)
-
-
 # chapter 21: the schedules after cosine, as TrainConfig defines them (lr_at), no training
 SCHEDULE_NAMES = {"constant": "constant", "cosine to 10 %": "cosine", "WSD, linear cooldown": "wsd-linear",
                   "WSD, (1 − √) cooldown": "wsd-sqrt", "linear to zero": "linear-decay"}
@@ -498,45 +437,6 @@ def schedules_figure(P, records, lengths=None, axis: str = "schedule", length_ax
                   colors=SCHEDULE_COLORS)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
     return fig
-
-
-def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2, 0.4)):
-    """Chapter 21: every schedule of :data:`SCHEDULE_NAMES` for a run of ``steps`` steps with
-    ``warmup`` steps of linear warmup and a WSD cooldown over the last ``cooldown`` of the steps
-    (``tfx.nn.optim.lr_at``, the rate the trainer uses). Left: the rate as a share of the peak,
-    s_t = η_t/η. Right: the rate spent so far, Σ s_t, the 'area' that sets how far the weights
-    can move; the note gives each schedule's mean s_t over the run."""
-    from ..nn.config import TrainConfig
-    from ..nn.optim import lr_at
-    from .explorer import Explorer, Panel
-
-    def compute(steps, warmup, cooldown):
-        t = np.arange(1, steps + 1)
-        share, spent, means = {}, {}, {}
-        for name, kind in SCHEDULE_NAMES.items():
-            tc = TrainConfig(lr=1.0, steps=steps, warmup=warmup, schedule=kind,
-                             **({"cooldown_fraction": cooldown} if kind.startswith("wsd") else {}))
-            s = np.array([lr_at(int(k), tc) for k in t])
-            # about 100 points a curve keep the page small; the last step is always drawn
-            keep = np.unique(np.r_[np.arange(0, steps, max(1, steps // 100)), steps - 1])
-            share[name] = (t[keep], s[keep])
-            spent[name] = (t[keep], np.cumsum(s)[keep])
-            means[name] = s.mean()
-        return [Panel(title="rate / peak rate", x="step", y="s_t", lines=share, fixed_y=True,
-                      colors=SCHEDULE_COLORS),
-                Panel(title="rate spent so far", x="step", y="Σ s_t", lines=spent, fixed_y=False,
-                      colors=SCHEDULE_COLORS,
-                      note=(f"mean s_t: constant {means['constant']:.2f}, cosine {means['cosine to 10 %']:.2f}\n"
-                            f"WSD {means['WSD, linear cooldown']:.2f} (linear), "
-                            f"{means['WSD, (1 − √) cooldown']:.2f} (1 − √)\n"
-                            f"linear to zero {means['linear to zero']:.2f}"))]
-
-    return Explorer({"steps": list(steps), "warmup": list(warmups), "cooldown": list(cooldowns)}, compute,
-                    labels={"steps": "run length (steps)", "warmup": "warmup (steps)",
-                            "cooldown": "WSD cooldown (share of the run)"},
-                    default={"steps": steps[0], "warmup": 40 if 40 in warmups else warmups[0],
-                             "cooldown": 0.2 if 0.2 in cooldowns else cooldowns[0]},
-                    title="Five schedules: the rate at each step, and the rate spent", P=P)
 
 
 def centred_window_words(*sweeps) -> str:
