@@ -721,26 +721,25 @@ def test_OP_1_adam_spikes_on_a_quadratic_where_gd_converges_at_the_predicted_ste
     ε = 1e-8) on the same quadratic turns within 3 % (+1 step) of the crossing predicted from the
     state at the start of v's decay, and rises over a millionfold; ε with η h/ε below
     2(1+β₁)/(1−β₁) leaves no spike. The language-model half has its own test below."""
-    from tfx.book import optimiser_pages as pages
     from tfx.theory import optimiser as O
 
-    assert pages.falls_every_step(O.quadratic_run("gd", lr=1.5, steps=100))
-    rows = pages.quadratic_grid([0.9, 0.95, 0.98], [1e-8, 1e-3], lr=0.01, steps=1000)
+    assert O.falls_every_step(O.quadratic_run("gd", lr=1.5, steps=100))
+    rows = O.quadratic_grid([0.9, 0.95, 0.98], [1e-8, 1e-3], lr=0.01, steps=1000)
     assert all(r["agree"] for r in rows)
     spiking = [r for r in rows if r["eps"] == 1e-8 and r["beta2"] > 0.9]
     assert spiking and all(r["onset"] is not None for r in spiking)
     assert all(r["onset"] is None for r in rows if r["eps"] == 1e-3)
     adam = O.quadratic_run("adam", lr=0.01, steps=600, betas=(0.9, 0.95))
     onset = O.spike_onset(adam, after=O.decay_start(adam))
-    assert pages.rise_orders(adam, onset) > 6
+    assert O.rise_orders(adam, onset) > 6
 
 
 def test_OP_2_book_lm_gradient_rms_far_above_default_eps_and_raised_eps_shrinks_updates():
     """OP-2 (chapter 18): in the book's language model the gradient RMS stays ≥ 100 × ε = 1e-8
     (so the claim's regime is not reached at this scale), while ε raised to about the gradient
     RMS (1e-3) shrinks the update norm; Adam-atan2's step does not depend on ε at all."""
-    from tfx.book import optimiser_pages as pages
     from tfx.runs.lm import load_lm_corpus
+    from tfx.theory import optimiser as O
 
     task = load_lm_corpus()
     cfg = tfx.ModelConfig.for_task(task, n_enc=0, n_dec=1, placement="pre", d_model=32, n_heads=4,
@@ -750,7 +749,7 @@ def test_OP_2_book_lm_gradient_rms_far_above_default_eps_and_raised_eps_shrinks_
     large = tfx.train(tfx.build_model(cfg, seed=0), task, tc.replace(eps=1e-3))
     n = sum(p.numel() for p in tfx.build_model(cfg, seed=0).parameters())
     rms = min(small.grad_norm) / math.sqrt(n)
-    assert pages.eps_status(rms, 1e-8) == "not testable at this scale"
+    assert O.eps_status(rms, 1e-8) == "not testable at this scale"
     assert np.mean(large.update_norm[-4:]) < 0.9 * np.mean(small.update_norm[-4:])
 
 
@@ -759,7 +758,6 @@ def test_OP_3_coordinate_check_flat_under_mup_and_growing_under_standard():
     transfer claim): 2-layer Pre-LN models at widths 32–256, two seeds, 5 Adam steps at 1e-2;
     every quantity's mean slope of log RMS on log width inside ±0.3 under μP, above 0.3 under
     the standard parameterisation."""
-    from tfx.book import optimiser_pages as pages
     from tfx.theory import optimiser as O
 
     task = tfx.synthetic("reverse", vocab=32, length=8)
@@ -775,7 +773,7 @@ def test_OP_3_coordinate_check_flat_under_mup_and_growing_under_standard():
 
     checks = {par: O.coordinate_check(build(par), task, (32, 64, 128, 256), seeds=(0, 1), steps=5, lr=1e-2,
                                       batch_size=16) for par in ("standard", "mup")}
-    assert pages.is_flat(checks["mup"]) and pages.grows(checks["standard"])
+    assert O.is_flat(checks["mup"]) and O.grows(checks["standard"])
 
 
 # ============================================================== the evidence registry (tfx.book.evidence)
@@ -1027,10 +1025,10 @@ def test_OP_1_language_model_half_finds_few_spikes_and_no_update_norm_precursor(
     norm in the 5 steps before them is at its average (within 0.05): no precursor, and too few
     seeds for an interval of five. Recorded as not shown; should longer runs give spikes in every
     seed, this test fails."""
-    from tfx.book import optimiser_pages as pages
+    from tfx.runs.spikes import spike_precursors
 
     recs = _book("op-warmup-decay")
-    before, overall, spikes = pages.spike_precursors(recs)
+    before, overall, spikes = spike_precursors(recs)
     assert set(overall) == {0, 1, 2, 3, 4}
     assert 0 < sum(n > 0 for n in spikes.values()) < 5
     assert all(abs(before[s] - overall[s]) < 0.05 for s in before)

@@ -144,3 +144,16 @@ def test_the_centred_window_sits_at_the_best_rate_the_verdicts_use():
     best = effects.best_rate(recs)
     assert best.lr == 1e-2
     assert sensitivity.best_index(recs) == ([1e-3, 3e-3, 1e-2, 3e-2, 1e-1], 2)
+
+
+def test_centred_window_is_the_window_each_sweep_allows():
+    """The centred LR sensitivity's window: one grid step of half a decade either side in the
+    transfer and depth sweeps (an optimum one step from an edge), two in the warmup and decay
+    sweep (every optimum in the middle); sweeps whose windows differ are refused."""
+    from tfx.book import evidence
+
+    transfer, depth = evidence.records("op-transfer"), evidence.records("op-depth")
+    assert sensitivity.centred_window(transfer, depth) == {"steps": 1, "decades": 0.5}
+    assert sensitivity.centred_window(evidence.records("op-warmup-decay")) == {"steps": 2, "decades": 1.0}
+    with pytest.raises(ValueError):
+        sensitivity.centred_window(transfer, evidence.records("op-warmup-decay"))

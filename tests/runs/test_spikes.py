@@ -146,3 +146,35 @@ def test_summary_refuses_a_point_with_no_runs(zoo):
         spikes.summary(zoo, cause="rate bump", guard="rollback", lr="1e-2")
     s = spikes.summary(zoo, cause="none", guard="no guard", lr="1e-2")
     assert (s["n"], s["cost"], s["height"], s["recovered"]) == (1, 0.0, 0.0, 1)
+
+
+def test_shared_spikes_count_spikes_another_recipe_has_on_the_same_batch():
+    """OP-1's bad-batch control on constructed runs: a loss spike at step 30 in two recipes of
+    seed 0 (the same batch) is shared; one at step 50 in one recipe only is not."""
+    from types import SimpleNamespace
+
+    def run(recipe, seed, spike_at):
+        loss = [1.0] * 80
+        for s in spike_at:
+            loss[s] = 5.0
+        h = SimpleNamespace(loss=loss, step=list(range(80)), update_norm=[1.0] * 80, eval_loss=[1.0],
+                            eval_step=[80], chance_loss=6.0, floor_loss=0.0, status="finished", reason="",
+                            diverged_step=0, steps_done=80, start_loss=6.0, bleu=[])
+        return SimpleNamespace(seed=seed, point={"recipe": recipe}, history=h,
+                               train_config=SimpleNamespace(warmup=0, steps=80))
+
+    recs = [run("a", 0, [30, 50]), run("b", 0, [30]), run("a", 1, [30])]
+    got = spikes.shared_spikes(recs)
+    assert (got.shared, got.total) == (2, 4)
+    # by chance: 59 steps can hold a spike (80 less the 21 of the running median's window);
+    # a's two spikes meet b's one with p = 1/59, b's meets a's two with 2/59, seed 1's none
+    assert got.chance == pytest.approx((1 + 1 + 2 + 0) / 59 / 4)
+    assert got.low < 0.5 < got.high and got.verdict == "reproduces"  # 7 % to 93 %, against 1.7 %
+    assert spikes.shared_spikes(recs[2:]).verdict == "not resolved at this scale"  # no spike to pair
+    # every spike of twelve seeds shared by both recipes: far above chance
+    many = [run(r, seed, [30, 60]) for seed in range(12) for r in "ab"]
+    assert spikes.shared_spikes(many).verdict == "reproduces"
+    # many spikes, none on the same batch: below what chance puts there
+    apart = [run("a", seed, list(range(25, 80, 10))) for seed in range(12)] + [
+        run("b", seed, list(range(30, 80, 10))) for seed in range(12)]
+    assert spikes.shared_spikes(apart).shared == 0 and spikes.shared_spikes(apart).verdict == "reversed"

@@ -187,3 +187,40 @@ def test_update_before_spikes_tells_a_led_spike_from_an_unannounced_one():
     before, overall, n = O.update_before_spikes(loss, update)
     assert n == 2 and abs(before - overall) < 0.1
     assert np.isnan(O.update_before_spikes(np.full(400, 5.0), update)[0])  # no spike, no precursor
+
+
+def test_onset_agreement_rule():
+    assert O.onset_agrees(None, None, 100)
+    assert not O.onset_agrees(500, None, 100) and not O.onset_agrees(None, 480, 100)
+    assert O.onset_agrees(500, 488, 100)  # 12 ≤ 0.03·400 + 1 = 13
+    assert not O.onset_agrees(500, 486, 100)
+
+
+def test_grid_finds_a_spike_and_a_capped_run():
+    rows = O.quadratic_grid([0.95], [1e-8, 1e-3], steps=600)
+    assert [r["onset"] is not None for r in rows] == [True, False]
+    assert all(r["agree"] for r in rows)
+    s = O.grid_summary(rows)
+    assert (s["runs"], s["spiked"], s["predicted"], s["agree"]) == (2, 1, 1, 2)
+
+
+def test_noise_grid_counts_crossings_and_marks_the_noise_that_rules_them_out():
+    rows = O.noise_grid([0.0, 1e-3], seeds=[0, 1], betas=(0.9, 0.95), steps=600)
+    assert [(r["crossed"], r["ruled_out"]) for r in rows] == [(2, False), (0, True)]
+    assert rows[0]["step"] is not None and rows[1]["step"] is None
+
+
+def check(slopes):
+    slopes = np.array(slopes, dtype=float)
+    return O.CoordinateCheck([32, 64], ["a", "logits"], np.ones((len(slopes), 2, 2)), slopes)
+
+
+def test_flat_and_growing_follow_the_intervals():
+    flat = check([[0.05, -0.1], [0.0, -0.05], [0.1, -0.12]])
+    assert O.is_flat(flat) and not O.grows(flat)
+    steep = check([[1.0, 0.6], [1.1, 0.5], [0.9, 0.55]])
+    assert O.grows(steep) and not O.is_flat(steep)
+    tilted = check([[0.05, -0.35], [0.0, -0.35], [0.1, -0.32]])  # one mean outside ±0.3
+    assert not O.is_flat(tilted) and not O.grows(tilted)
+    name, mean, lo, hi = O.slope_intervals(steep)[0]
+    assert mean == pytest.approx(1.0) and lo < 1.0 < hi

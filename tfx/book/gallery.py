@@ -6,8 +6,8 @@ curves (``book/26-failure-gallery.ipynb``).
 
 Each shape is read by the book's own rules, never by a threshold of this module: the outcome
 of a run is :func:`tfx.runs.outcome.judge`'s, and a loss spike is chapter 18's
-(:func:`tfx.theory.optimiser.loss_spikes`, through :func:`tfx.book.optimiser_pages.
-spike_example`). What this module chooses is only *which* run of each kind to show:
+(:func:`tfx.theory.optimiser.loss_spikes`, through :func:`tfx.runs.spikes.spike_example`).
+What this module chooses is only *which* run of each kind to show:
 
   diverged        the diverged run that lasted longest before it diverged, among the runs
                   whose loss at step 0 passed the first check (:func:`passes_start_check`):
@@ -26,8 +26,8 @@ import numpy as np
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from ..runs import outcome, results
+from ..runs.spikes import spike_example
 from ..theory import optimiser as O
-from .optimiser_pages import spike_example
 from .plot import GREYS, OUTCOME_COLORS, figure
 
 # Where each shape is looked for: the committed sweep whose runs show it.

@@ -190,3 +190,38 @@ def best_rates(records, value=curve_loss) -> dict:
         start = statistics.median(start_loss(r) for r in records if r.seed == seed)
         out[seed] = best_log10_lr(lrs, vals, start)
     return out
+
+
+def best_rate_interval(records) -> tuple[float, float, float, int]:
+    """One recipe's best learning rate over its seeds: (10^mean, 10^low, 10^high, n) of the
+    seeds' log10 best rates (:func:`best_rates`), the interval Student's t at 95 %
+    (scipy.stats), as every effect of the book."""
+    import numpy as np
+    from scipy import stats
+
+    x = list(best_rates(records).values())
+    m = float(np.mean(x))
+    if len(x) < 2:
+        return 10 ** m, math.nan, math.nan, len(x)
+    lo, hi = stats.t.interval(0.95, len(x) - 1, loc=m, scale=stats.sem(x)) if np.std(x) > 0 else (m, m)
+    return 10 ** m, 10 ** lo, 10 ** hi, len(x)
+
+
+def centred_window(*sweeps) -> dict:
+    """The centred LR sensitivity's window (:func:`widest_centred_steps`) over the recipes of
+    each sweep: ``steps`` grid steps either side of each optimum (at least one: 0 means the
+    window is cut at the grid's edge) and the ``decades`` of learning rate they span, to a tenth
+    (a half-decade grid steps 0.48 or 0.52). Sweeps whose windows differ raise ValueError (a
+    page says one window)."""
+    from . import effects, results
+
+    windows = set()
+    for recs in sweeps:
+        lr = effects.lr_axis(recs)
+        k = widest_centred_steps([results.select(recs, **g) for g in effects.groups(recs, lr)])
+        lrs = sorted({r.train_config.lr for r in recs})
+        windows.add((max(k, 1), round(max(k, 1) * math.log10(lrs[1] / lrs[0]), 1)))
+    if len(windows) != 1:
+        raise ValueError(f"the sweeps' centred windows differ: {sorted(windows)}")
+    steps, decades = windows.pop()
+    return {"steps": steps, "decades": decades}

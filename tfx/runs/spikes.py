@@ -29,6 +29,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..theory import optimiser as O
+from .outcome import judge
 
 HEIGHT_WINDOW = 20
 COST_WINDOW = 100
@@ -130,3 +137,94 @@ def summary(records, **point) -> dict:
             "skipped": sum(h.steps_skipped for h, _ in pairs),
             "steps_done": sum(h.steps_done for h, _ in pairs),
             "rollbacks": sum(e["what"] == "rollback" for h, _ in pairs for e in h.interventions)}
+
+
+# ---------------------------------------------------------------- loss spikes in the LM runs (OP-1)
+def _readable(r) -> bool:
+    """A run whose spikes can be read: it did not diverge and logged an update norm every step."""
+    return judge(r).verdict != "diverged" and len(r.history.update_norm) == len(r.history.loss)
+
+
+def spike_precursors(records) -> tuple[dict, dict, dict]:
+    """Per seed, pooled over its runs that did not diverge (:func:`tfx.theory.optimiser.
+    update_before_spikes`, each run from the end of its warmup): ({seed: mean relative update
+    norm in the steps before a loss spike}, {seed: its mean over every step}, {seed: number of
+    spikes}). A seed with no spike is left out of the first."""
+    before, overall, count = {}, {}, {}
+    for seed in sorted({r.seed for r in records}):
+        b_sum, n_spikes, all_vals = 0.0, 0, []
+        for r in records:
+            if r.seed != seed or not _readable(r):
+                continue
+            h = r.history
+            b, a, n = O.update_before_spikes(h.loss, h.update_norm, after=r.train_config.warmup)
+            if n:
+                b_sum, n_spikes = b_sum + b * n, n_spikes + n
+            if math.isfinite(a):
+                all_vals.append(a)
+        count[seed] = n_spikes
+        overall[seed] = float(np.mean(all_vals)) if all_vals else math.nan
+        if n_spikes:
+            before[seed] = b_sum / n_spikes
+    return before, overall, count
+
+
+@dataclass(frozen=True)
+class SharedSpikes:
+    """OP-1's bad-batch control (:func:`shared_spikes`): ``shared`` of ``total`` loss spikes fall
+    on a step where a run of another recipe with the same seed (the same batch) also spikes;
+    ``chance`` is the share expected if spikes fell independently of the batch, and ``low`` to
+    ``high`` the exact (Clopper-Pearson) 95 % interval of the observed share."""
+
+    shared: int
+    total: int
+    chance: float
+    low: float
+    high: float
+
+    @property
+    def verdict(self) -> str:
+        """'reproduces' (spikes come with the batch) when the whole interval lies above chance,
+        'reversed' when below, else 'not resolved at this scale'."""
+        if self.total and self.low > self.chance:
+            return "reproduces"
+        if self.total and self.high < self.chance:
+            return "reversed"
+        return "not resolved at this scale"
+
+
+def shared_spikes(records) -> SharedSpikes:
+    """OP-1's bad-batch control over the runs that did not diverge, each from the end of its
+    warmup. Spikes shared across recipes come with the data, not with one optimiser's state.
+
+    By chance, a spike of run r at step t is shared with probability
+    p = 1 − Π_o (1 − n_o/E_o) over the runs o of the same seed and another recipe (n_o loss
+    spikes among its E_o steps that can hold one); ``chance`` is the mean p over the spikes,
+    set against the observed share's interval (``scipy.stats.binomtest``)."""
+    runs = {}
+    for r in records:
+        if _readable(r):
+            after = r.train_config.warmup
+            onsets = O.loss_spikes(r.history.loss, after=after)
+            eligible = len(r.history.loss) - max(after, O.SPIKE_WINDOW + 1)
+            runs[id(r)] = (r, {r.history.step[i] for i in onsets}, len(onsets) / max(eligible, 1))
+    shared = total = 0
+    chance = []
+    for r, steps, _ in runs.values():
+        others = [o for o in runs.values() if o[0].seed == r.seed and o[0].point["recipe"] != r.point["recipe"]]
+        for step in steps:
+            total += 1
+            shared += any(step in o[1] for o in others)
+            chance.append(1 - math.prod(1 - o[2] for o in others))
+    if not total:
+        return SharedSpikes(0, 0, math.nan, math.nan, math.nan)
+    ci = stats.binomtest(shared, total).proportion_ci(0.95)
+    return SharedSpikes(shared, total, float(np.mean(chance)), float(ci.low), float(ci.high))
+
+
+def spike_example(records):
+    """The run (not diverged) with the most loss spikes after its warmup: the page's example."""
+    def n_spikes(r):
+        return len(O.loss_spikes(r.history.loss, after=r.train_config.warmup)) if _readable(r) else -1
+
+    return max(records, key=n_spikes)

@@ -80,3 +80,19 @@ def pull_to_zero(fixed, unfixed, name: str = "log_z") -> list:
             v_none = trace(none[key(r)].history, name)[1][-1]
             out.append(1 - abs(v_fix) / abs(v_none) if v_none else float("nan"))
     return out
+
+
+def log_z_ends(records, recipes, axis: str = "recipe") -> dict:
+    """Per recipe, at its own best rate: the median over seeds of log Z at the first and the
+    last logged step, and that rate's name."""
+    import numpy as np
+
+    from . import effects
+
+    out = {}
+    for name in recipes:
+        best, runs = effects.runs_at_best_rate(records, **{axis: name})
+        z = [trace(r.history, "log_z")[1] for r in runs]
+        out[name] = {"start": float(np.median([v[0] for v in z])), "end": float(np.median([v[-1] for v in z])),
+                     "rate": best.variant}
+    return out
