@@ -79,20 +79,6 @@ def test_logit_figure_shares_the_y_scale_across_fixes_and_stamps_the_lm_task(log
     assert "task: libreoffice-en" in _stamp_text(fig) and "task: reverse" not in _stamp_text(fig)
 
 
-def test_best_and_high_rate_read_the_no_fix_curve(logits_records):
-    best, high = lm_pages.best_and_high_rate(logits_records, ["1e-3", "3e-3", "1e-2", "3e-2", "1e-1", "3e-1"])
-    order = ["1e-3", "3e-3", "1e-2", "3e-2", "1e-1", "3e-1"]
-    assert order.index(high) > order.index(best)
-
-
-def _capture(monkeypatch) -> dict:
-    glued = {}
-    fake = lambda k, v, **_: glued.__setitem__(k, v)
-    for module in (lm_pages, notebook):  # glue_all glues through tfx.book.notebook
-        monkeypatch.setattr(module, "glue", fake)
-    return glued
-
-
 def _book(name):
     recs = results.load(name, "book")
     if not recs:
@@ -100,52 +86,49 @@ def _book(name):
     return recs
 
 
-def test_lm_stream_glues_medians_in_the_text_and_every_seed_in_a_table(monkeypatch):
+def test_lm_stream_glues_medians_in_the_text_and_every_seed_in_a_table():
     """Chapter 14: the prose reads one number per quantity (the median over seeds); the
     per-seed values go to a table, one column per seed."""
-    glued = _capture(monkeypatch)
     recs = _book("lm")
     P = get_profile("quick", check_task=False)
-    fig = lm_pages.lm_stream(P, recs, ["Post-LN", "Pre-LN"], "warmup", "3e-3")
+    fig = lm_pages.lm_stream_figure(P, recs, ["Post-LN", "Pre-LN"], "warmup", "3e-3")
     assert "task: libreoffice-en" in _stamp_text(fig)
     seeds = {r.seed for r in results.select(recs, placement="Pre-LN", warmup="warmup", lr="3e-3")}
-    assert isinstance(glued["lm-stream-pre"], float) and glued["lm-stream-pre"] > glued["lm-stream-post"]
-    table = str(glued["lm-stream-table"].data).splitlines()
+    glued = lm_pages.lm_stream(recs, ["Post-LN", "Pre-LN"], "warmup", "3e-3")
+    assert isinstance(glued["pre"], float) and glued["pre"] > glued["post"]
+    table = str(glued["table"].data).splitlines()
     assert table[0].count("seed ") == len(seeds) and len(table) == 2 + 3
 
 
-def test_placements_trained_ratio_table_replaces_the_paragraph_of_ratios(monkeypatch):
+def test_placements_trained_ratio_table_replaces_the_paragraph_of_ratios():
     """Chapter 16: every seed's top stream over Pre-LN's, per scheme and rate, in a table
     (one row per scheme × rate), and the medians the prose reads."""
-    glued = _capture(monkeypatch)
     recs = _book("placements")
     names = list(dict.fromkeys(r.point["placement"] for r in recs))
     lrs = sorted(dict.fromkeys(r.point["lr"] for r in recs), key=float)
-    lm_pages.glue_placements_trained(recs, names, lrs)
-    rows = str(glued["pt-ratio-table"].data).splitlines()
+    glued = lm_pages.placements_trained(recs, names, lrs, lrs[0])
+    rows = str(glued["ratio-table"].data).splitlines()
     assert len(rows) == 2 + (len(names) - 1) * len(lrs)
-    assert glued["pt-pre-growth"] > 100 * glued["pt-peri-growth"]  # the recorded contrast
-    assert glued["pt-lr-lo"] == lrs[0] and glued["pt-lr-hi"] == lrs[-1]
+    assert glued["pre-growth"] > 100 * glued["peri-growth"]  # the recorded contrast
+    assert glued["lr-lo"] == lrs[0] and glued["lr-hi"] == lrs[-1]
 
 
-def test_dyt_controls_note_reads_the_controls_from_the_records():
-    """The sentence on DY-1's controls follows the paired effects: it says the √d scale is not
-    shown to be the cause when dropping it does not lower DyT's loss, says DyT trains worse than
-    no norm when the interval says so, and names a control whose best rate sits at the grid's
-    edge (the book records: +0.05 nats, −0.07 to +0.18; +2.05, +1.94 to +2.15; 5 seeds; every
-    control bracketed since 3e-4 was added, and the no-√d control at the edge without it)."""
-    from tfx.runs import results
-
+def test_dy1_control_effects_read_the_controls_from_the_records():
+    """The words under DY-1's controls follow the paired effects: the √d scale is not shown to
+    be the cause when dropping it does not lower DyT's loss, DyT trains worse than no norm when
+    the interval says so, and a control whose best rate sits at the grid's edge is named (the
+    book records: +0.05 nats, −0.07 to +0.18; +2.05, +1.94 to +2.15; 5 seeds; every control
+    bracketed since 3e-4 was added, and the no-√d control at the edge without it)."""
     recs = results.load("norms", "book")
     if not results.select(recs, norm="no norm"):
         pytest.skip("the norms sweep's controls are not recorded")
-    note = lm_pages.dyt_controls_note(recs)
-    assert "not shown to be what sinks the default α" in note
-    assert "trains worse than no norm" in note
-    assert "grid's edge" not in note
+    words = lm_pages.dy1_control_effects(recs)
+    assert words["dy1-nosqrt-says"] == "is not shown to be what sinks the default α"
+    assert "trains worse than no norm" in words["dy1-overnone-says"]
+    assert words["dy1-ctrl-edge"] == "" and words["dy1-nosqrt-mean"] < words["dy1-overnone-mean"]
     without_lowest = [r for r in recs if r.point["lr"] != "3e-4"]
-    assert "DyT, no √d embedding scale: best rate at the grid's edge" in lm_pages.dyt_controls_note(
-        without_lowest)
+    assert lm_pages.dy1_control_effects(without_lowest)["dy1-ctrl-edge"].startswith(
+        " (DyT, no √d embedding scale: best rate at the grid's edge")
 
 
 def test_init_sentence_names_the_law_that_fails_and_whether_the_encoder_fails_it_too():

@@ -99,3 +99,30 @@ def test_chapter_15s_schemes_are_schemes_of_the_model_wing():
     assert set(norms.DEPTH_SCHEMES) <= set(tfx.nn.config.SCHEMES)
     for s in norms.DEPTH_SCHEMES:
         assert norms.depth_factor(s, np.array([2.0, 4.0])).shape == (2,)
+
+
+def test_placement_summary_reads_the_slope_per_layer_and_the_growth_with_depth():
+    """Synthetic diagnostics: a stream growing by 2 per layer (Pre-LN) and one growing by 1,
+    the output change doubling from the shallowest depth to the deepest."""
+    depths, seeds = (2, 4), 2
+    pl = {}
+    for name, step in (("pre", 2.0), ("ln-scaling", 1.0)):
+        for n in depths:
+            for s in range(seeds):
+                pl[name, n, s] = {"stream": 1 + step * np.arange(n), "grad_ratio": 0.5,
+                                  "rel_change": 0.01 * n}
+    got = norms.placement_summary(pl, depths, seeds)
+    assert got["slope"]["pre"] == pytest.approx(2.0) and got["slope"]["ln-scaling"] == pytest.approx(1.0)
+    assert got["rows"]["pre"][1:3] == pytest.approx((1.0, 7.0))
+    assert got["rows"]["pre"][5] == pytest.approx(2.0)
+    assert got["scaled_over_pre"] == pytest.approx(4 / 7)
+
+
+def test_depth_slopes_measure_a_power_law_and_skip_rezero():
+    depths = (2, 4, 8)
+    ns = np.array(depths, dtype=float)
+    mult = {"depth-mup": np.stack([(2 * ns) ** -0.5] * 3, axis=1), "rezero": np.zeros((3, 3))}
+    got = norms.depth_slopes(mult, depths)
+    assert set(got["measured"]) == {"depth-mup"}
+    assert got["measured"]["depth-mup"] == pytest.approx(-0.5)
+    assert got["derived"]["depth-mup"] == pytest.approx(-0.5)

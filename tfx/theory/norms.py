@@ -187,4 +187,42 @@ def depth_multipliers(scheme: str, n_layers: int, task, batch, seed: int = 0, **
 
 
 __all__ = ["saturated_share", "saturated_share_gaussian", "dyt_inputs", "dyt_saturation", "PLACEMENT_SCHEMES",
-           "placement_diagnostics", "DEPTH_SCHEMES", "branch_multipliers", "depth_factor", "depth_multipliers"]
+           "placement_diagnostics", "DEPTH_SCHEMES", "branch_multipliers", "depth_factor", "depth_multipliers",
+           "placement_summary", "depth_slopes"]
+
+
+def placement_summary(pl: dict, depths, seeds: int) -> dict:
+    """From :func:`placement_diagnostics` results ``pl[(scheme, N, seed)]``: per scheme
+    ``stream`` (mean square per layer at the deepest N, mean of seeds), ``slope`` (its growth
+    per layer, ``fit.fit_linear``), ``rows`` (slope, after layer 1, at the top, median last ÷
+    first FFN gradient, median output change, its growth from the shallowest N); and 1/√ℓ's
+    top over Pre-LN's and R² of its stream against the harmonic number H_ℓ."""
+    from .fit import fit_linear
+
+    layers = np.arange(1, depths[-1] + 1)
+
+    def across(name, key, n):
+        return np.array([pl[name, n, s][key] for s in range(seeds)])
+
+    schemes = list(dict.fromkeys(k[0] for k in pl))
+    stream = {n: across(n, "stream", depths[-1]).mean(0) for n in schemes}
+    slope = {n: fit_linear(layers, v)[0] for n, v in stream.items()}
+    change = {n: np.median(across(n, "rel_change", depths[-1])) for n in schemes}
+    rows = {n: (slope[n], float(stream[n][0]), float(stream[n][-1]),
+                float(np.median(across(n, "grad_ratio", depths[-1]))), float(change[n]),
+                change[n] / np.median(across(n, "rel_change", depths[0]))) for n in schemes}
+    return {"stream": stream, "slope": slope, "rows": rows, "across": across,
+            "scaled_over_pre": float(stream["ln-scaling"][-1] / stream["pre"][-1]),
+            "scaled_r2_H": fit_linear(np.cumsum(1 / layers), stream["ln-scaling"])[2]}
+
+
+def depth_slopes(mult: dict, depths) -> dict:
+    """Log-log slopes of the last branch's multiplier m_L against N (``mult[scheme]``: depths ×
+    seeds), ``measured`` (mean over seeds) and ``derived`` (:func:`depth_factor`); ReZero
+    (zero at every depth) has none."""
+    from .fit import fit_loglog
+
+    ns = np.array(depths, dtype=float)
+    measured = {n: fit_loglog(ns, m.mean(1))[0] for n, m in mult.items() if n != "rezero"}
+    return {"measured": measured,
+            "derived": {n: fit_loglog(ns, depth_factor(n, ns))[0] for n in measured}}
