@@ -144,3 +144,9 @@ def test_the_centred_window_sits_at_the_best_rate_the_verdicts_use():
     best = effects.best_rate(recs)
     assert best.lr == 1e-2
     assert sensitivity.best_index(recs) == ([1e-3, 3e-3, 1e-2, 3e-2, 1e-1], 2)
+
+
+def test_lowest_rate_above_is_the_first_rate_where_every_seed_ends_above_the_level():
+    recs = _curve({0: [1.0, 7.0, 5.5, 7.0, 7.0], 1: [1.0, 2.0, 6.5, 7.0, 7.0]})
+    assert sensitivity.lowest_rate_above(recs, 5.0) == "0.01"  # at 0.003 seed 1 ends below
+    assert sensitivity.lowest_rate_above(recs, 8.0) is None

@@ -146,3 +146,15 @@ def test_summary_refuses_a_point_with_no_runs(zoo):
         spikes.summary(zoo, cause="rate bump", guard="rollback", lr="1e-2")
     s = spikes.summary(zoo, cause="none", guard="no guard", lr="1e-2")
     assert (s["n"], s["cost"], s["height"], s["recovered"]) == (1, 0.0, 0.0, 1)
+
+
+def test_largest_rise_is_the_worst_climb_above_the_running_minimum():
+    h = _hist([3.0, 2.0, 2.5, 1.0, 1.8, 0.5])
+    assert spikes.largest_rise(h) == pytest.approx(0.8)
+
+    class R:
+        def __init__(self, seed, losses):
+            self.seed, self.history = seed, _hist(losses)
+
+    assert spikes.largest_rises([R(0, [3.0, 2.0, 2.5]), R(1, [3.0, 1.0, 2.0])]) == {
+        "max": pytest.approx(1.0), "min": pytest.approx(0.5), "seed": 1}

@@ -190,3 +190,12 @@ def best_rates(records, value=curve_loss) -> dict:
         start = statistics.median(start_loss(r) for r in records if r.seed == seed)
         out[seed] = best_log10_lr(lrs, vals, start)
     return out
+
+
+def lowest_rate_above(records, level: float):
+    """The name of the lowest learning rate of ``records`` at which every seed ends above
+    ``level`` (:func:`tfx.runs.effects.end_loss`; e.g. the chance loss), or None."""
+    from .results import select
+
+    rates = [name for _, name in sorted({r.train_config.lr: r.point["lr"] for r in records}.items())]
+    return next((lr for lr in rates if all(end_loss(r) > level for r in select(records, lr=lr))), None)

@@ -130,3 +130,19 @@ def summary(records, **point) -> dict:
             "skipped": sum(h.steps_skipped for h, _ in pairs),
             "steps_done": sum(h.steps_done for h, _ in pairs),
             "rollbacks": sum(e["what"] == "rollback" for h, _ in pairs for e in h.interventions)}
+
+
+def largest_rise(history) -> float:
+    """The largest rise of a run's training loss above its own running minimum (nats): the
+    size of its worst loss spike, with no control run to compare against."""
+    import numpy as np
+
+    loss = np.asarray(history.loss, dtype=float)
+    return float(np.max(loss - np.minimum.accumulate(loss)))
+
+
+def largest_rises(records) -> dict:
+    """:func:`largest_rise` over runs ``records``: its ``min`` and ``max`` and the ``seed`` of
+    the largest."""
+    rises = {r.seed: largest_rise(r.history) for r in records}
+    return {"max": max(rises.values()), "min": min(rises.values()), "seed": max(rises, key=rises.get)}
