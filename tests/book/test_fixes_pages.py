@@ -1,12 +1,11 @@
-"""The bookkeeping of chapters 8-10 (tfx.book.fixes_pages): effects in words and tables, the
-learning-rate and forest figures, the sweep explorer."""
+"""The bookkeeping of chapters 8-10 (tfx.book.fixes_pages): effects in words, the sweeps' values,
+the learning-rate figure and the tables."""
 import math
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from tfx.book import fixes_pages as fp  # noqa: E402
@@ -36,6 +35,8 @@ def test_effect_text_gives_the_mean_and_interval_without_a_verdict():
     assert text.startswith(f"{e.mean:+.2f} nats (95 % interval {e.low:+.2f} to {e.high:+.2f})")
     assert e.verdict not in text
     assert "one seed" in fp.effect_text(_effect([-1.0]))
+    assert fp.effect_values(e) == {"": text, "_mean": e.mean, "_low": e.low, "_high": e.high,
+                                   "_verdict": e.verdict}
 
 
 def test_lr_figure_never_goes_below_zero_marks_divergence_in_the_legend_and_draws_no_text(tfixup):
@@ -55,41 +56,13 @@ def test_lr_figure_never_goes_below_zero_marks_divergence_in_the_legend_and_draw
     assert max(finals) > fp.LOG_ABOVE * recs[0].history.chance_loss
 
 
-def test_sweep_explorer_covers_the_grid_and_thins_the_training_loss(tfixup):
-    recs, exp = tfixup
-    e = fp.sweep_explorer(recs, exp, "book", "scheme", default={"scheme": "T-Fixup", "lr": "1e-3"})
-    assert list(e.controls) == ["scheme", "lr"]
-    assert len(e.states()) == len(e.controls["scheme"]) * len(e.controls["lr"])
-    loss, held_out = e.panels(scheme="T-Fixup", lr="1e-3")
-    seeds = [k for k in loss.lines if k.startswith("seed")]
-    assert len(seeds) == 5
-    for k in seeds:
-        xs, ys = loss.lines[k]
-        assert len(xs) <= fp.EXPLORER_POINTS and xs[-1] == 400  # the last step is kept
-    assert len(fp.sweep_explorer(recs, exp, "book", "scheme", points=400)
-               .panels(scheme="T-Fixup", lr="1e-3")[0].lines["seed 0"][0]) > fp.EXPLORER_POINTS
-    assert held_out.lines["seed 0"][0][-1] == 400
-
-
-def test_largest_rise_and_geometric_means():
-    class H:
-        loss = [3.0, 2.0, 2.5, 1.0, 1.8, 0.5]
-
-    assert fp.largest_rise(H) == pytest.approx(0.8)
-    rows = np.array([[1.0, 4.0], [2.0, np.inf], [np.nan, -1.0]])
-    out = fp.geo_mean_rows(rows)
-    assert out[0] == pytest.approx(2.0) and out[1] == pytest.approx(2.0) and np.isnan(out[2])
-
-
 # ------------------------------------------------------------------ chapter 10
-def test_deepnorm_table_shows_both_conventions_and_only_the_paper_keeps_the_balance():
-    table, enc = fp.deepnorm_constants_table([(6, 6), (12, 0)])
-    rows = table.splitlines()
+def test_deepnorm_table_shows_both_conventions():
+    from tfx.theory import scaling
+
+    rows = fp.deepnorm_constants_table(scaling.deepnorm_conventions([(6, 6), (12, 0)])).splitlines()
     assert "κ, paper" in rows[0] and "κ, torchscale" in rows[0]
     assert len(rows) == 2 + 2 + 1  # 6+6: encoder and decoder; 12+0: encoder only
-    assert enc["balance_paper"] == pytest.approx(1.0, abs=0.01)
-    assert abs(enc["balance_torchscale"] - 1.0) > 0.5
-    assert enc["kappa_torchscale"] / enc["kappa_paper"] == pytest.approx(1.15 / 0.87, rel=1e-3)
 
 
 def test_every_panel_of_the_diagnostics_figure_says_which_scheme_is_which():
@@ -104,11 +77,7 @@ def test_every_panel_of_the_diagnostics_figure_says_which_scheme_is_which():
     left, middle, right = fig.axes
     assert left.get_legend() is not None and right.get_legend() is not None
     assert len(right.get_legend().get_texts()) == len(schemes)
-    table = fp.glue_diagnostics(diag, schemes, (2, 3))
-    assert set(table) == set(schemes)
-    assert fp.diagnostics_table(table).count("\n") == 1 + len(schemes)
-    with pytest.raises(ValueError, match="schemes: the ratios need pre"):
-        fp.glue_diagnostics(diag, ("post", "deepnorm"), (2, 3))
+    assert fp.diagnostics_table(diag, 3).count("\n") == 1 + len(schemes)
 
 
 def test_the_interval_and_diagnostics_tables_render_exactly():
@@ -119,7 +88,7 @@ def test_the_interval_and_diagnostics_tables_render_exactly():
         "| distribution | [-1, 1] | [0, 2.5] |\n|---|---|---|\n| u | 0.2887 | 0.5000 |")
     d = SimpleNamespace(rel_out_change=0.01234, rel_out_change_adam=1.2345e-4, sum_beta_diag_sq=3.14159,
                         grad_spread={"decoder": 12.345})
-    assert fp.diagnostics_table({"post": d}) == (
+    assert fp.diagnostics_table({("post", 3): [d], ("post", 2): [None]}, 3) == (
         "| scheme | rel. ‖ΔF‖², random δ | rel. ‖ΔF‖², one Adam step | Σβ²_ii "
         "| decoder gradient, bottom/top |\n"
         "|---|---|---|---|---|\n| Post-LN (Xavier) | 0.0123 | 0.000123 | 3.14 | 12.3 |")
@@ -135,7 +104,9 @@ def test_warm_baseline_values_read_each_schemes_best_rate_and_the_registered_ver
     if not recs:
         pytest.skip("no recorded warm-baselines sweep in the book profile")
     for claim, scheme in (("TF-2", "T-Fixup"), ("LP-3", "Lipschitz")):
-        v = fp.warm_baseline_values(recs, recs, claim)
+        parent = recs[:2]
+        v = fp.warm_baseline_values(recs, recs, claim, parent)
+        assert v["parent-steps"] == parent[0].train_config.steps and v["depth"] == recs[0].config.n_enc
         for w in ("100", "300"):
             assert v[f"warmup-{w}"] == int(w)
             best, _ = effects.runs_at_best_rate(recs, scheme=f"Post-LN, warmup {w}")
@@ -156,3 +127,27 @@ def test_lr_figure_is_stamped_with_its_records_task_not_the_profiles():
     fig = fp.lr_figure(P, recs, "scheme", {"all": schemes}, fp.WARM_BASELINE_COLORS)
     texts = [t.get_text() for t in fig.texts]
     assert any(t.endswith(f"task: {recs[0].task}") for t in texts), texts
+
+
+def test_sweep_values_read_each_variants_own_best_rate_and_the_sweeps_sizes(tfixup):
+    recs, _ = tfixup
+    keys = {"T-Fixup": "tfixup", "Post-LN, warmup": "postwarm"}
+    v, best = fp.sweep_values(recs, "scheme", keys, "Post-LN, warmup", outcomes=True)
+    assert set(best) == set(keys)
+    assert v["best_tfixup"] == effects.best_rate(recs, scheme="T-Fixup").variant == best["T-Fixup"].variant
+    assert v["seeds"] == len({r.seed for r in recs}) and v["deep"] == recs[0].config.n_enc
+    assert v["warmup"] == results.select(recs, scheme="Post-LN, warmup")[0].train_config.warmup
+    assert v["outcomes_tfixup"].split()[0] in ("learned", "still", "did", "diverged")
+
+
+def test_schemes_sweep_values_state_every_scheme():
+    recs = results.load("schemes", "book")
+    if not recs:
+        pytest.skip("no recorded schemes sweep in the book profile")
+    schemes = list(dict.fromkeys(r.point["scheme"] for r in recs))
+    v = fp.schemes_sweep_values(recs, schemes)
+    for s in schemes:
+        k = s.lower().replace("-", "")
+        assert v[f"best_{k}"] == effects.best_rate(recs, scheme=s).variant
+        assert 0 <= v[f"win_{k}"] <= v["rates"]
+    assert v["runs"] == len(recs) and v["post_best_outcomes"].endswith(f"of {v['seeds']}")

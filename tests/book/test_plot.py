@@ -115,7 +115,7 @@ def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
     for name, keys in together.items():
         assert len({plot.COLORS[k] for k in keys}) == len(keys), name
     maps = {"TFIXUP_COLORS": fixes_pages.TFIXUP_COLORS, "LIPSCHITZ_COLORS": fixes_pages.LIPSCHITZ_COLORS,
-            "SCHEME_COLORS": fixes_pages.SCHEME_COLORS, "PALETTE": training_pages.PALETTE,
+            "WARM_BASELINE_COLORS": fixes_pages.WARM_BASELINE_COLORS, "PALETTE": training_pages.PALETTE,
             "FIX_COLORS": plot.FIX_COLORS, "OUTCOME_COLORS": plot.OUTCOME_COLORS,
             "VERDICT_COLORS": plot.VERDICT_COLORS, "SUBLAYER_COLORS": plot.SUBLAYER_COLORS,
             "STACK_COLORS": plot.STACK_COLORS, "SEED_COLORS": plot.SEED_COLORS,

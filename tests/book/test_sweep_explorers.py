@@ -295,3 +295,24 @@ def test_every_schedule_has_one_colour_on_every_figure():
     assert len(set(pages.SCHEDULE_COLORS.values())) == len(pages.SCHEDULE_NAMES)
     e = se.schedule_explorer(None, steps=(100,), warmups=(10,), cooldowns=(0.2,))
     assert all(p.colors == pages.SCHEDULE_COLORS for p in e.panels(steps=100, warmup=10, cooldown=0.2))
+
+
+def test_sweep_explorer_covers_the_grid_and_thins_the_training_loss():
+    from tfx.runs import results
+
+    recs = results.load("t-fixup", "book")
+    if not recs:
+        pytest.skip("no recorded t-fixup sweep in the book profile")
+    exp = Experiment.load("t-fixup")
+    e = se.sweep_explorer(recs, exp, "book", "scheme", default={"scheme": "T-Fixup", "lr": "1e-3"})
+    assert list(e.controls) == ["scheme", "lr"]
+    assert len(e.states()) == len(e.controls["scheme"]) * len(e.controls["lr"])
+    loss, held_out = e.panels(scheme="T-Fixup", lr="1e-3")
+    seeds = [k for k in loss.lines if k.startswith("seed")]
+    assert len(seeds) == 5
+    for k in seeds:
+        xs, ys = loss.lines[k]
+        assert len(xs) <= se.EXPLORER_POINTS and xs[-1] == 400  # the last step is kept
+    assert len(se.sweep_explorer(recs, exp, "book", "scheme", points=400)
+               .panels(scheme="T-Fixup", lr="1e-3")[0].lines["seed 0"][0]) > se.EXPLORER_POINTS
+    assert held_out.lines["seed 0"][0][-1] == 400

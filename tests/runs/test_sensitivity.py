@@ -157,3 +157,9 @@ def test_centred_window_is_the_window_each_sweep_allows():
     assert sensitivity.centred_window(evidence.records("op-warmup-decay")) == {"steps": 2, "decades": 1.0}
     with pytest.raises(ValueError):
         sensitivity.centred_window(transfer, evidence.records("op-warmup-decay"))
+
+
+def test_lowest_rate_above_is_the_first_rate_where_every_seed_ends_above_the_level():
+    recs = _curve({0: [1.0, 7.0, 5.5, 7.0, 7.0], 1: [1.0, 2.0, 6.5, 7.0, 7.0]})
+    assert sensitivity.lowest_rate_above(recs, 5.0) == "0.01"  # at 0.003 seed 1 ends below
+    assert sensitivity.lowest_rate_above(recs, 8.0) is None

@@ -178,3 +178,15 @@ def test_shared_spikes_count_spikes_another_recipe_has_on_the_same_batch():
     apart = [run("a", seed, list(range(25, 80, 10))) for seed in range(12)] + [
         run("b", seed, list(range(30, 80, 10))) for seed in range(12)]
     assert spikes.shared_spikes(apart).shared == 0 and spikes.shared_spikes(apart).verdict == "reversed"
+
+
+def test_largest_rise_is_the_worst_climb_above_the_running_minimum():
+    h = _hist([3.0, 2.0, 2.5, 1.0, 1.8, 0.5])
+    assert spikes.largest_rise(h) == pytest.approx(0.8)
+
+    class R:
+        def __init__(self, seed, losses):
+            self.seed, self.history = seed, _hist(losses)
+
+    assert spikes.largest_rises([R(0, [3.0, 2.0, 2.5]), R(1, [3.0, 1.0, 2.0])]) == {
+        "max": pytest.approx(1.0), "min": pytest.approx(0.5), "seed": 1}

@@ -172,3 +172,29 @@ def test_tfixup_lhs():
     assert bounds.tfixup_lhs(1.0, 2.0, 3.0) == 4 + 36 + 9
     assert torch.isclose(bounds.tfixup_lhs(torch.tensor(0.5), torch.tensor(0.5), torch.tensor(2.0)),
                          torch.tensor(0.0625 + 1 + 1))
+
+
+def test_tfixup_lhs_summary_reads_the_sweeps_and_fits():
+    L = np.array([3.0, 6.0, 12.0])
+    stacks = lambda lhs: {s: {"L": L, "lhs": lhs} for s in ("encoder", "decoder")}  # noqa: E731
+    lhs = {"embedding": {"t-fixup": stacks(1.0 / L), "xavier": stacks(np.full(3, 3.0))},
+           "input": {"t-fixup": stacks(2.0 / L)}}
+    fits = {(m, i, s): (slope, 0.0, 1.0) for (m, i), slope in
+            ((("embedding", "t-fixup"), -1.0), (("embedding", "xavier"), 0.0), (("input", "t-fixup"), -0.6))
+            for s in ("encoder", "decoder")}
+    v = bounds.tfixup_lhs_summary(lhs, fits, [1, 2, 4])
+    assert v["Llhs_min_encoder"] == pytest.approx(1.0) and v["Llhs_max_decoder"] == pytest.approx(1.0)
+    assert v["xavier_lhs_encoder"] == 3.0 and v["input_slope_decoder"] == -0.6
+    assert (v["slope_encoder"], v["depth_min"], v["depth_max"]) == (-1.0, 1, 4)
+
+
+def test_v1_scale_summary_counts_and_compounds():
+    def stack(sigma, carried):
+        return {"sigma": np.array(sigma), "w_over_sigma": 1 / np.array(sigma),
+                "carried": np.array(carried), "range": np.array([4.0, 6.0])}
+    scales = {"xavier": {"encoder": stack([1.5, 2.0], [0.6, 0.3])},
+              "lipschitz": {"encoder": stack([0.9, 1.1], [1.0, 0.9])}}
+    v = bounds.v1_scale_summary(scales)
+    assert v["n_le1_lipschitz_encoder"] == 1 and v["n_sub_encoder"] == 2
+    assert v["sigma_first_xavier_encoder"] == 1.5 and v["range_xavier_encoder"] == 5.0
+    assert v["carried_ratio"] == pytest.approx(0.9 / 0.3)

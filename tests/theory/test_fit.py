@@ -52,3 +52,9 @@ def test_exponent_interval():
     assert r["low"] < r["exponent"] < r["high"] and r["low"] < 1 < r["high"]
     with pytest.raises(ValueError):
         fit.exponent_interval(x, ys[:, :1])
+
+
+def test_geo_mean_rows_skips_values_not_finite_and_positive():
+    rows = np.array([[1.0, 4.0], [2.0, np.inf], [np.nan, -1.0]])
+    out = fit.geo_mean_rows(rows)
+    assert out[0] == pytest.approx(2.0) and out[1] == pytest.approx(2.0) and np.isnan(out[2])

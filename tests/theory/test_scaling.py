@@ -82,3 +82,31 @@ def test_grid_mean():
     assert all(len(v) == 2 for v in grid.values())
     ns, y = scaling.grid_mean(grid, "deepnorm", "rel_out_change")
     assert list(ns) == [1, 2] and y[0] == pytest.approx(np.mean([d.rel_out_change for d in grid["deepnorm", 1]]))
+
+
+def test_deepnorm_conventions_only_the_paper_keeps_the_balance():
+    rows = scaling.deepnorm_conventions([(6, 6), (12, 0)])
+    assert [(r["N"], r["M"], r["stack"]) for r in rows] == [(6, 6, "encoder"), (6, 6, "decoder"),
+                                                            (12, 0, "encoder")]
+    enc = rows[0]
+    assert enc["balance_paper"] == pytest.approx(1.0, abs=0.01)
+    assert abs(enc["balance_torchscale"] - 1.0) > 0.5
+    assert enc["kappa_torchscale"] / enc["kappa_paper"] == pytest.approx(1.15 / 0.87, rel=1e-3)
+
+
+def test_diagnostics_summary_states_each_scheme_and_needs_the_three_it_compares():
+    schemes = ("post", "pre", "deepnorm")
+    diag = scaling.init_diagnostics_grid(schemes, (2, 3), TASK, BATCH, d_model=16, n_heads=2, d_ffn=32)
+    s = scaling.diagnostics_summary(diag, schemes, (2, 3))
+    assert {f"{k}_rel" for k in schemes} <= set(s) and s["depth"] == 3 and s["depth_min"] == 2
+    assert s["post_over_dn"] == pytest.approx(diag["post", 3][0].rel_out_change_adam
+                                              / diag["deepnorm", 3][0].rel_out_change_adam)
+    assert s["dn_trend"] in ("falls", "grows")
+    with pytest.raises(ValueError, match="schemes: the ratios need pre"):
+        scaling.diagnostics_summary(diag, ("post", "deepnorm"), (2, 3))
+
+
+def test_stream_drift_is_zero_for_rezero_at_init():
+    m = tfx.build_scheme("rezero", TASK, 2, 2, batch=BATCH, **SIZES)
+    d = scaling.stream_drift(m, BATCH)
+    assert d.shape == (4,) and np.allclose(d, 0.0)  # 2 layers × 2 sub-layers; α = 0: the identity

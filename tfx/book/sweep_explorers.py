@@ -445,3 +445,33 @@ def schedule_explorer(P, steps=(400, 1600), warmups=(0, 40), cooldowns=(0.1, 0.2
                     default={"steps": steps[0], "warmup": 40 if 40 in warmups else warmups[0],
                              "cooldown": 0.2 if 0.2 in cooldowns else cooldowns[0]},
                     title="Five schedules: the rate at each step, and the rate spent", P=P)
+
+
+EXPLORER_POINTS = 25  # training-loss points per seed in a sweep_explorer state (the page stays small)
+
+
+def _thin(xs, ys, n: int):
+    xs, ys = np.asarray(xs), np.asarray(ys)
+    if len(xs) <= n:
+        return xs, ys
+    keep = np.unique(np.r_[np.linspace(0, len(xs) - 1, n).astype(int)])
+    return xs[keep], ys[keep]
+
+
+def sweep_explorer(records, experiment, profile: str, axis: str, default: dict | None = None,
+                   title: str = "", points: int = EXPLORER_POINTS) -> Explorer:
+    """Chapters 8 and 9: the cells of a recorded learning-rate sweep, one control for ``axis``
+    ("scheme", "init") and one for the rate; panels, every seed: the training loss (thinned to
+    ``points`` per seed) and the held-out loss (:func:`cell_panels`)."""
+    axes = grid_axes(experiment, profile, (axis, "lr"))
+
+    def compute(**cell):
+        recs = results.select(records, **cell)
+        where = ", ".join(f"{a} = {v}" for a, v in cell.items())
+        panels = cell_panels(recs, ("loss", "eval_loss"), where=f"{where} ({profile} profile)")
+        panels[0].lines = {k: (_thin(*xy, points) if k.startswith("seed") else xy)
+                           for k, xy in panels[0].lines.items()}
+        return panels
+
+    return Explorer(axes, compute, default=default, title=title, P=records_stamp(records, profile),
+                    labels={"lr": "learning rate"})

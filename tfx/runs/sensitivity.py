@@ -225,3 +225,12 @@ def centred_window(*sweeps) -> dict:
         raise ValueError(f"the sweeps' centred windows differ: {sorted(windows)}")
     steps, decades = windows.pop()
     return {"steps": steps, "decades": decades}
+
+
+def lowest_rate_above(records, level: float):
+    """The name of the lowest learning rate of ``records`` at which every seed ends above
+    ``level`` (:func:`tfx.runs.effects.end_loss`; e.g. the chance loss), or None."""
+    from .results import select
+
+    rates = [name for _, name in sorted({r.train_config.lr: r.point["lr"] for r in records}.items())]
+    return next((lr for lr in rates if all(end_loss(r) > level for r in select(records, lr=lr))), None)

@@ -228,3 +228,19 @@ def spike_example(records):
         return len(O.loss_spikes(r.history.loss, after=r.train_config.warmup)) if _readable(r) else -1
 
     return max(records, key=n_spikes)
+
+
+def largest_rise(history) -> float:
+    """The largest rise of a run's training loss above its own running minimum (nats): the
+    size of its worst loss spike, with no control run to compare against."""
+    import numpy as np
+
+    loss = np.asarray(history.loss, dtype=float)
+    return float(np.max(loss - np.minimum.accumulate(loss)))
+
+
+def largest_rises(records) -> dict:
+    """:func:`largest_rise` over runs ``records``: its ``min`` and ``max`` and the ``seed`` of
+    the largest."""
+    rises = {r.seed: largest_rise(r.history) for r in records}
+    return {"max": max(rises.values()), "min": min(rises.values()), "seed": max(rises, key=rises.get)}

@@ -375,3 +375,43 @@ def random_discrete_stds(n_dists: int = 2000, support: int = 5, a: float = 0.0, 
     mean = (wts * pts).sum(1)
     var = (wts * pts**2).sum(1) - mean**2
     return np.sqrt(np.clip(var, 0, None)) / (b - a)
+
+
+def tfixup_lhs_summary(lhs: dict, fits: dict, depths) -> dict:
+    """TF-1 across depth in numbers, from :func:`tfixup_lhs_sweep` for m = "embedding" and
+    "input" (``lhs[m]``) and their log-log fits (``fits[m, init, stack]``): per stack the
+    range of L × left side under T-Fixup (``Llhs_min_<stack>``, ``Llhs_max_<stack>``), Xavier's
+    mean left side (``xavier_lhs_<stack>``), the slopes against L of T-Fixup, Xavier and
+    T-Fixup with the measured input (``slope_``, ``xavier_slope_``, ``input_slope_<stack>``);
+    and the depths' range (``depth_min``, ``depth_max``)."""
+    out = {}
+    for stack in ("encoder", "decoder"):
+        tf = lhs["embedding"]["t-fixup"][stack]
+        out[f"Llhs_min_{stack}"] = float((tf["L"] * tf["lhs"]).min())
+        out[f"Llhs_max_{stack}"] = float((tf["L"] * tf["lhs"]).max())
+        out[f"xavier_lhs_{stack}"] = float(lhs["embedding"]["xavier"][stack]["lhs"].mean())
+        for key, m, init in (("", "embedding", "t-fixup"), ("xavier_", "embedding", "xavier"),
+                             ("input_", "input", "t-fixup")):
+            out[f"{key}slope_{stack}"] = fits[m, init, stack][0]
+    return out | {"depth_min": int(depths[0]), "depth_max": int(depths[-1])}
+
+
+def v1_scale_summary(scales: dict) -> dict:
+    """LP-1 and LP-3 in numbers, from :func:`v1_residual_scales` of v1 models by init
+    (``{init: {stack: ...}}``, with "xavier" and "lipschitz"): per init and stack σ's mean,
+    largest and first value, the mean w/σ, the share of the embedding carried to the top, the
+    mean range b − a and the count of σ ≤ 1 (``<what>_<init>_<stack>``); the sub-layers per
+    stack (``n_sub_<stack>``); and the encoder's carried share, Lipschitz over Xavier
+    (``carried_ratio``)."""
+    out = {}
+    for init, sc in scales.items():
+        for stack, r in sc.items():
+            s = r["sigma"]
+            for k, v in (("sigma_mean", s.mean()), ("sigma_max", s.max()), ("sigma_first", s[0]),
+                         ("ratio_mean", r["w_over_sigma"].mean()), ("carried", r["carried"][-1]),
+                         ("range", r["range"].mean())):
+                out[f"{k}_{init}_{stack}"] = float(v)
+            out[f"n_le1_{init}_{stack}"] = int((s <= 1).sum())
+            out[f"n_sub_{stack}"] = len(s)
+    carried = {i: scales[i]["encoder"]["carried"][-1] for i in ("lipschitz", "xavier")}
+    return out | {"carried_ratio": float(carried["lipschitz"] / carried["xavier"])}

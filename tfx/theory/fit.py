@@ -108,3 +108,14 @@ def log_spread(values, q: float = 0.1) -> float:
     v = v[v > 0]
     return float(np.log10(np.quantile(v, 1 - q) / np.quantile(v, q)))
 
+
+
+def geo_mean_rows(vals):
+    """Geometric mean of each row (a depth's seeds) over its values that are finite and > 0;
+    NaN for a row with none."""
+    import warnings
+
+    v = np.asarray(vals, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row with no such value: NaN
+        return np.exp(np.nanmean(np.where(np.isfinite(v) & (v > 0), np.log(v), np.nan), axis=1))

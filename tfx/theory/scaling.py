@@ -219,3 +219,64 @@ __all__ = ["identity_gap",
            "deepnorm_update_sum", "deepnorm_balance",
            "derive_deepnorm", "use_deepnorm_convention_", "InitDiagnostics", "init_diagnostics",
            "init_diagnostics_grid", "grid_mean"]
+
+
+def stream_drift(model, batch, stack: str = "encoder"):
+    """‖x_i − x_0‖ / ‖x_0‖ for the stream leaving each sub-layer of ``stack`` (the last one: the
+    stack's output), averaged over tokens: how far the stream is from its input."""
+    from ..nn import hooks
+
+    with torch.no_grad():
+        with hooks.record_branches(model) as rec:
+            model.eval()
+            model.loss(batch)
+        r = rec[stack]
+        x0 = r[0]["x"]
+        outs = [r[k + 1]["x"] for k in range(len(r) - 1)] + [model.encoder(model.src_embed(batch.src))]
+        return np.array([float(((o - x0).norm(dim=-1) / x0.norm(dim=-1)).mean()) for o in outs])
+
+
+def deepnorm_conventions(pairs) -> list[dict]:
+    """DeepNorm's α, κ (the code's ``beta``) and balance 2α²κ² under the paper's and
+    torchscale's conventions (:func:`tfx.nn.constants.deepnorm_constants`), one row per stack
+    of each ``(N, M)`` of ``pairs``: N, M, stack, alpha, kappa_paper, kappa_torchscale,
+    balance_paper, balance_torchscale."""
+    from ..nn.constants import DEEPNORM_CONVENTIONS
+
+    rows = []
+    for N, M in pairs:
+        c = {conv: deepnorm_constants(N, M, conv) for conv in DEEPNORM_CONVENTIONS}
+        for stack in c["paper"]:
+            a, kp, kt = c["paper"][stack]["alpha"], c["paper"][stack]["beta"], c["torchscale"][stack]["beta"]
+            rows.append({"N": N, "M": M, "stack": stack, "alpha": a, "kappa_paper": kp,
+                         "kappa_torchscale": kt, "balance_paper": float(deepnorm_balance(a, kp)),
+                         "balance_torchscale": float(deepnorm_balance(a, kt))})
+    return rows
+
+
+def diagnostics_summary(grid: dict, schemes, depths) -> dict:
+    """An :func:`init_diagnostics_grid` at its largest depth in numbers: per scheme (``-`` as
+    ``_``) the relative output change under a random δ and after one Adam step, Σβ²_ii and the
+    decoder's gradient spread (``<scheme>_rel``, ``_adam``, ``_sb``, ``_dec``); Post-LN's and
+    Pre-LN's Adam change over DeepNorm's (``post_over_dn``, ``pre_over_dn``); DeepNorm's and
+    Post-LN's random-δ change at the largest depth over the smallest (``dn_random_growth``,
+    ``post_random_growth``) and whether it ``falls`` or ``grows`` (``dn_trend``,
+    ``post_trend``); ``depth``, ``depth_min``. ``schemes`` must hold post, pre and deepnorm."""
+    missing = [s for s in ("post", "pre", "deepnorm") if s not in schemes]
+    if missing:
+        raise ValueError(f"schemes: the ratios need {', '.join(missing)} (given: {', '.join(schemes)})")
+    top = {s: grid[s, depths[-1]][0] for s in schemes}
+    out = {f"{s.replace('-', '_')}_{k}": v for s, d in top.items()
+           for k, v in (("rel", d.rel_out_change), ("adam", d.rel_out_change_adam),
+                        ("sb", d.sum_beta_diag_sq), ("dec", d.grad_spread["decoder"]))}
+    out |= {"depth": depths[-1], "depth_min": depths[0]}
+    for s in ("post", "pre"):
+        out[f"{s}_over_dn"] = top[s].rel_out_change_adam / top["deepnorm"].rel_out_change_adam
+    for s, key in (("deepnorm", "dn"), ("post", "post")):
+        _, y = grid_mean(grid, s, "rel_out_change")
+        out[f"{key}_random_growth"] = float(y[-1] / y[0])
+        out[f"{key}_trend"] = "falls" if y[-1] < y[0] else "grows"
+    return out
+
+
+__all__ += ["stream_drift", "deepnorm_conventions", "diagnostics_summary"]
