@@ -52,3 +52,10 @@ def test_exponent_interval():
     assert r["low"] < r["exponent"] < r["high"] and r["low"] < 1 < r["high"]
     with pytest.raises(ValueError):
         fit.exponent_interval(x, ys[:, :1])
+
+
+def test_geo_mean_and_exponent_intervals_inside_and_overlapping():
+    assert fit.geo_mean([1, 100]) == pytest.approx(10)
+    assert fit.inside({"low": 0.9, "high": 1.1}, 1) and not fit.inside({"low": 1.2, "high": 1.3}, 1)
+    assert fit.overlap({"low": 0, "high": 1}, {"low": 0.5, "high": 2})
+    assert not fit.overlap({"low": 0, "high": 1}, {"low": 1.5, "high": 2})

@@ -108,3 +108,19 @@ def log_spread(values, q: float = 0.1) -> float:
     v = v[v > 0]
     return float(np.log10(np.quantile(v, 1 - q) / np.quantile(v, q)))
 
+
+
+# ----------------------------------------------------------------- means and exponent intervals
+def geo_mean(x) -> float:
+    """The geometric mean exp(mean(ln x)) of positive values."""
+    return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
+
+
+def inside(e: dict, value: float) -> bool:
+    """Is ``value`` inside the :func:`exponent_interval` ``e``?"""
+    return e["low"] <= value <= e["high"]
+
+
+def overlap(e: dict, f: dict) -> bool:
+    """Do two :func:`exponent_interval` results overlap?"""
+    return e["low"] <= f["high"] and f["low"] <= e["high"]
