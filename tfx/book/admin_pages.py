@@ -216,12 +216,13 @@ def glue_am2(N, sweeps: dict, seeds: dict) -> tuple[dict, str]:
                        f"{missed[0]}" if met else "is **not** met for either"),
         "depth_min": int(N[0]), "depth_max": int(N[-1]), "seeds_random": seeds["random"],
         "seeds_adam": seeds["adam"], "depths": ", ".join(str(int(n)) for n in N), "k_harmonic": kh}, "am_")
-    rows = [[what, f"{pl}-LN", f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}", tname,
-             _holds(law[kind, pl]).replace("**", "") if (kind, pl) in law else "—",
-             f"{fits[kind, pl, 'N'][2]:.2f} / {fits[kind, pl, 'logN'][2]:.2f}"]
-            for kind, what in (("random", "random δ"), ("adam", "one Adam step"))
-            for pl, tname in (("post", "1 (O(N))"), ("pre", f"{kh:.2f} (O(log N))"))
-            for e in [expo[kind, pl]]]
+    rows = []
+    for kind, what in (("random", "random δ"), ("adam", "one Adam step")):
+        for pl, tname in (("post", "1 (O(N))"), ("pre", f"{kh:.2f} (O(log N))")):
+            e = expo[kind, pl]
+            rows.append([what, f"{pl}-LN", f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}",
+                         tname, _holds(law[kind, pl]).replace("**", "") if (kind, pl) in law else "—",
+                         f"{fits[kind, pl, 'N'][2]:.2f} / {fits[kind, pl, 'logN'][2]:.2f}"])
     return am2, md_table(["perturbation", "model", "exponent", "95 % interval", "the law's",
                           "law", "R² against N / ln N"], rows)
 
@@ -473,7 +474,7 @@ def glue_admin_in_training(profile: str = "book") -> dict:
         e = hits[0].effect(recs)
         got[key] = (e, hits[0].verdict(recs, e))
         v |= {key: effect_text(e), f"{key}_verdict": got[key][1]}
-        if key == "post_pre":
+        if key == "post_pre":  # the depth of the runs compared
             cfg = hits[0].runs(recs)[0].config
     glue_all(v | {"closed": got["post_admin"][0].mean / got["post_pre"][0].mean,
                   "depth": f"{cfg.n_enc}+{cfg.n_dec}"}, "ad_train_")
