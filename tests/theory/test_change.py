@@ -181,3 +181,35 @@ def test_random_signs_keep_adams_step_sizes_and_drop_their_alignment():
     aligned = change.output_change(m, BATCH, "adam", lr=1e-4)
     shuffled = change.output_change(m, BATCH, "adam-random-signs", lr=1e-4, seed=3)
     assert shuffled < aligned
+
+
+def _sweep(N, k_post, k_pre, seeds=3, rng=np.random.default_rng(0)):
+    noise = lambda: np.exp(0.01 * rng.standard_normal((len(N), seeds)))  # noqa: E731
+    post, pre = np.outer(N ** k_post, np.ones(seeds)) * noise(), np.outer(N ** k_pre, np.ones(seeds)) * noise()
+    return {"post": post, "pre": pre, "sum_beta_sq": {"post": post / 2, "pre": pre / 2}}
+
+
+def test_growth_fits_and_theorem2_fit():
+    N = np.array([2.0, 4.0, 8.0, 16.0])
+    sweeps = {"random": _sweep(N, 1.0, 0.3), "adam": _sweep(N, 2.0, 1.5)}
+    g = change.growth_fits(N, sweeps)
+    assert g["expo"]["random", "post"]["exponent"] == pytest.approx(1.0, abs=0.02)
+    assert g["expo_sb"]["pre"]["exponent"] == pytest.approx(0.3, abs=0.02)
+    assert g["fits"]["adam", "post", "power"][0] == pytest.approx(2.0, abs=0.02)
+    assert g["k_harmonic"] == pytest.approx(
+        fit.fit_loglog(N, [change.output_change_order("pre", 2 * int(n)) for n in N])[0])
+    th = change.theorem2_fit(sweeps["random"])  # change = 2 Σβ² for both: one C
+    assert th["c_ratio"] == pytest.approx(1.0, rel=0.05) and th["slope"] == pytest.approx(2.0, rel=0.05)
+    assert set(th["points"]) == {"post", "pre"}
+
+
+def test_admin_change_reading_ratios_at_the_deepest_n():
+    N = np.array([2.0, 4.0, 8.0])
+    sw = _sweep(N, 1.0, 0.3)
+    sweeps = {k: {**sw, "admin": sw["pre"] * 1.1, "admin-profiling-free": sw["pre"] * 1.2}
+              for k in ("random", "adam")}
+    v = change.admin_change_reading(N, sweeps)
+    assert v["admin_over_pre_random"] == pytest.approx(1.1)
+    assert v["free_over_pre_adam"] == pytest.approx(1.2)
+    assert v["post_over_admin_random"] == pytest.approx(sw["post"].mean(1)[-1] / (1.1 * sw["pre"].mean(1)[-1]))
+    assert 0 <= v["r2_random_admin"] <= 1

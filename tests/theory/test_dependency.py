@@ -139,3 +139,41 @@ def test_admin_law_by_depth_judges_every_depth_on_the_seeds_asked_for():
     assert set(laws) == {2, 4} and all(set(v) == {"slope", "level", "holds"} for v in laws.values())
     fresh = dependency.admin_law_by_depth(task, (4,), batch, held_out, seeds=2, first_seed=7, **kw)
     assert fresh[4]["slope"] != pytest.approx(laws[4]["slope"], abs=1e-9)
+
+
+def test_last_row_reading():
+    L = 12
+    pre = np.tril(np.full((L + 1, L + 1), 1 / np.sqrt(L + 1)))
+    post = np.tril(np.ones((L + 1, L + 1)) * 0.01)
+    post[L, L] = post[L, L - 1] = 0.6
+    deps = {("post", "init"): post, ("pre", "init"): pre,
+            ("post", "trained"): post, ("pre", "trained"): pre}
+    v = dependency.last_row_reading(deps, {"post": np.linspace(0.2, 0.0, L + 1), "pre": np.zeros(L + 1)})
+    assert v["pre_row_cv"] == pytest.approx(0) and v["uniform"] == pytest.approx(pre[L, 0])
+    assert v["post_last_two"] == pytest.approx(0.6 * np.sqrt(2))
+    assert v["resid_post"] == pytest.approx(0.2) and v["resid_post_top"] < 0.2
+    assert "diag_post_trained" in v
+
+
+def test_beta_diag_slopes_and_the_attention_share():
+    i = np.arange(1, 13)
+    law = [1 / (i + 1) * (1 + 0.01 * s) for s in range(3)]
+    r = dependency.beta_diag_slopes({"admin": law, "post": [np.full(12, 0.5)] * 3})
+    assert r["slope"]["admin"] == pytest.approx(-1, abs=0.01)
+    assert r["slope"]["post"] == pytest.approx(0, abs=1e-9)
+    assert r["slope_lo"] == pytest.approx(r["slope_hi"]) == pytest.approx(-1, abs=0.01)
+    assert r["attn_over_ffn"] > 1  # β² falls with i: each attention sub-layer's above the FFN's after it
+
+
+def test_profiling_modes_and_effect():
+    om = {"encoder": np.array([1.0, 1.5, 2.0]), "decoder": np.array([1.0, 1.6, 2.2])}
+    train = {s: v * np.array([1.0, 1.5, 1.4]) for s, v in om.items()}
+    v = dependency.profiling_modes({"train": train, "eval": om}, om, 0.3)
+    assert v["same"] and v["ratio_max_encoder"] == pytest.approx(1.5)
+    assert v["ratio_argmax_encoder"] == 2 and v["ratio_top_decoder"] == pytest.approx(1.4)
+    assert v["single"] == pytest.approx(0.7 ** -0.5)
+    b2 = {"train": np.array([0.5, 0.1, 0.1]), "eval": np.array([0.5, 0.2, 0.2])}
+    oc = {k: {"train": np.array([1.0, 2.0]), "eval": np.array([2.0, 4.0])} for k in ("random", "adam")}
+    e = dependency.profiling_effect(b2, oc)
+    assert e["share"] == pytest.approx(0.5) and e["every_seed"] and e["seeds"] == 2
+    assert e["change_random"] == e["change_adam"] == pytest.approx(0.5)

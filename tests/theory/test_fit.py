@@ -58,3 +58,10 @@ def test_geo_mean_rows_skips_values_not_finite_and_positive():
     rows = np.array([[1.0, 4.0], [2.0, np.inf], [np.nan, -1.0]])
     out = fit.geo_mean_rows(rows)
     assert out[0] == pytest.approx(2.0) and out[1] == pytest.approx(2.0) and np.isnan(out[2])
+
+
+def test_geo_mean_and_exponent_intervals_inside_and_overlapping():
+    assert fit.geo_mean([1, 100]) == pytest.approx(10)
+    assert fit.inside({"low": 0.9, "high": 1.1}, 1) and not fit.inside({"low": 1.2, "high": 1.3}, 1)
+    assert fit.overlap({"low": 0, "high": 1}, {"low": 0.5, "high": 2})
+    assert not fit.overlap({"low": 0, "high": 1}, {"low": 1.5, "high": 2})

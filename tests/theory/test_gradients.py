@@ -157,3 +157,43 @@ def test_profile_shape():
     assert gradients.profile_shape({"low": -0.5, "high": -0.2}) == "falls"
     assert gradients.profile_shape({"low": -0.05, "high": 0.08}) == "about flat"
     assert gradients.profile_shape({"low": -0.05, "high": 0.2}) == "undecided"
+
+
+def _profile(kinds, ratio):
+    rel = np.array([ratio ** (len(kinds) - 1 - k) for k in range(len(kinds))])
+    return {"relative": rel, "norm": 2 * rel, "kinds": kinds}
+
+
+def test_bottom_top_ratios_and_the_twice_as_deep_prediction():
+    enc, dec = ["self-attn", "ffn"] * 3, ["self-attn", "cross-attn", "ffn"] * 3
+    run = {"encoder": _profile(enc, 1.0), "decoder": _profile(dec, 0.5)}
+    prof = gradients.mean_profiles([run, run])
+    assert np.allclose(prof["decoder"]["relative"], run["decoder"]["relative"])
+    v = gradients.bottom_top_ratios({"post": prof, "pre": prof})
+    assert v["post_enc"] == pytest.approx(1.0) and v["post_dec"] == pytest.approx(0.5 ** 8)
+    assert v["ex_twice"] == pytest.approx(v["post_dec"] ** 2) and "pre_dec" in v
+
+
+def test_cross_drop_compares_measurement_and_prediction():
+    v = gradients.cross_drop([0.5, 0.5], [0.5, 0.25], [1.0, 1.0])
+    assert v["cross_drop"] == pytest.approx(0.5) and v["other_drop"] == pytest.approx(1.0)
+    assert v["cross_err"] == pytest.approx(50.0)  # (0 + 100 %) / 2
+    assert v["cross_total"] == pytest.approx(0.25)
+
+
+def test_encoder_summary_of_gains_and_profiles():
+    kinds = ["self-attn", "ffn"] * 2
+    g = {"kinds": kinds, "forward_gain": np.full(4, 0.5), "backward_gain": np.array(
+        [0.2 if k == "self-attn" else 0.5 for k in kinds]), "common_mode": np.full(4, 0.3),
+        "predicted": np.full(3, 0.81), "measured": np.full(3, 0.64)}
+    runs = [(np.array([0.6, 0.8, 1.0, 1.0]), g), (np.array([0.8, 0.9, 1.0, 1.0]), g)]
+    s = gradients.encoder_summary(runs)
+    assert (s["bottom"], s["bottom_lo"], s["bottom_hi"]) == pytest.approx((0.7, 0.6, 0.8))
+    assert (s["attn_g"], s["ffn_g"], s["attn_v"]) == pytest.approx((0.2, 0.5, 0.5))
+    assert s["pred"] == pytest.approx(0.9 ** 3) and s["meas"] == pytest.approx(0.8 ** 3)
+    assert gradients.branch_gains(runs, "backward_gain", "self-attn").shape == (2, 2)
+
+
+def test_smallest_gradients_names_the_smallest_rms():
+    balance = {"names": ["a", "b", "c", "d"], "grad": np.array([0.1, 0.3, 0.2, 5.0])}
+    assert gradients.smallest_gradients(balance, k=2) == ["a", "c"]

@@ -1,13 +1,13 @@
 """The bookkeeping of chapters 5–7 (gradient vanishing is not the culprit, the amplification
-effect, Admin): each function takes what the page computed and returns a figure name, a
-Markdown table or the values it glued. Glue names are the ones ``tfx/book/claims.py`` and
-the chapters' prose read; do not rename them.
+effect, Admin): figures, Markdown tables and the verdict words glued beside the numbers that
+:mod:`tfx.theory.gradients`, :mod:`~tfx.theory.dependency` and :mod:`~tfx.theory.change` compute.
+Glue names are the ones ``tfx/book/claims.py`` and the chapters' prose read; do not rename them.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..theory import change, fit, gradients
+from ..theory import change, dependency, fit, gradients
 from . import plot
 from .notebook import glue, glue_all, glue_figure, interval, md, md_table
 
@@ -21,46 +21,11 @@ PROFILING = {"train": "training mode (the authors')", "eval": "eval mode (dropou
 CHANGE_TITLE = "random δ = 1e-2 × std(W)"
 
 
-def geo_mean(x) -> float:
-    return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
-
-
-def inside(e: dict, value: float) -> bool:
-    """Is ``value`` inside the exponent interval ``e``?"""
-    return e["low"] <= value <= e["high"]
-
-
-def overlap(e: dict, f: dict) -> bool:
-    """Do two exponent intervals overlap?"""
-    return e["low"] <= f["high"] and f["low"] <= e["high"]
-
-
 def _holds(ok: bool) -> str:
     return "holds" if ok else "does **not** hold"
 
 
 # ------------------------------------------------------------- chapter 5: not vanishing
-def mean_profiles(runs: list) -> dict:
-    """The seed mean of :func:`tfx.theory.gradients.sublayer_grad_norms` results:
-    ``{stack: {"relative", "norm", "kinds"}}``."""
-    return {stack: {k: np.mean([r[stack][k] for r in runs], axis=0)
-                    for k in ("relative", "norm")} | {"kinds": runs[0][stack]["kinds"]}
-            for stack in ("encoder", "decoder")}
-
-
-def glue_gv1(grads: dict) -> dict:
-    """GV-1's bottom/top ratios of the relative gradient (``grads``: {placement:
-    :func:`mean_profiles`}) as ``nv_post_enc`` … ``nv_dec_vs_enc``, and exercise 1's
-    prediction ``nv_ex_twice`` (twice the depth squares the decoder's ratio)."""
-    rel = {(pl, st[:3]): grads[pl][st]["relative"] for pl in ("post", "pre")
-           for st in ("encoder", "decoder")}
-    v = {f"{pl}_{st}": float(r[0] / r[-1]) for (pl, st), r in rel.items()}
-    v["dec_vs_enc"] = float(rel["post", "dec"][0] / rel["post", "enc"][0])
-    v["ex_twice"] = v["post_dec"] ** 2
-    glue_all(v, "nv_")
-    return v
-
-
 def sublayer_grads_figure(P, grads: dict, depth: int, name="fig-05-sublayer-grads") -> str:
     """Bars of the relative gradient of every sub-layer output, Post-/Pre-LN × encoder/decoder."""
     fig, axes = plot.figure(P, ncols=2, nrows=2, width=10, height=6, sharey=True)
@@ -80,19 +45,6 @@ def sublayer_grads_figure(P, grads: dict, depth: int, name="fig-05-sublayer-grad
     return glue_figure(name, fig)
 
 
-def glue_cross_drop(measured, predicted, other) -> dict:
-    """The gradient kept across each encoder-attention sub-layer against {eq}`eq-gv-cross`:
-    ``nv_cross_drop``, ``nv_other_drop`` (geometric means), ``nv_cross_err`` (mean
-    |measured/predicted − 1|, %) and ``nv_cross_total`` (their product over the decoder)."""
-    measured, predicted = np.asarray(measured), np.asarray(predicted)
-    v = {
-        "cross_drop": geo_mean(measured), "other_drop": geo_mean(other),
-        "cross_err": 100 * float(np.mean(np.abs(measured / predicted - 1))),
-        "cross_total": float(np.prod(measured))}
-    glue_all(v, "nv_")
-    return v
-
-
 def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
     fig, ax = plot.figure(P, width=6.5)
     layers = np.arange(1, len(measured) + 1)
@@ -106,37 +58,12 @@ def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
     return glue_figure(name, fig)
 
 
-def _gains(runs: list, key: str, kind: str) -> np.ndarray:
-    """Every seed's ``key`` gain of the encoder's ``kind`` sub-layers, as one array."""
-    sel = np.array(runs[0][1]["kinds"]) == kind
-    return np.array([r[1][key][sel] for r in runs])
-
-
-def encoder_summary(runs: list) -> dict:
-    """One setting of the Post-LN encoder; ``runs`` are (profile of ‖Δx_i‖/‖Δx_top‖,
-    :func:`~tfx.theory.gradients.sublayer_gains` of the encoder) per seed. Bottom/top ratio
-    (mean, seed range), the lowest point, the forward/backward gains (``v``/``g``) of the
-    attention and FFN branches, the common-mode share at the top, and {eq}`eq-gv-ratio`'s
-    prediction of the bottom/top ratio (``pred``) beside its measurement (``meas``)."""
-    prof = np.array([r[0] for r in runs])
-    gains = {f"{br}_{vg}": float(_gains(runs, key, kind).mean())
-             for br, kind in (("attn", "self-attn"), ("ffn", "ffn"))
-             for vg, key in (("v", "forward_gain"), ("g", "backward_gain"))}
-    # (eq-gv-ratio) multiplied over sub-layers 1 … L−1: bottom's input / top's input
-    prod = {k: float(np.mean([np.sqrt(np.prod(r[1][key])) for r in runs]))
-            for k, key in (("pred", "predicted"), ("meas", "measured"))}
-    return {"bottom": float(prof[:, 0].mean()), "bottom_lo": float(prof[:, 0].min()),
-            "bottom_hi": float(prof[:, 0].max()), "min": float(prof.mean(0).min()), **gains,
-            "common": float(np.mean([r[1]["common_mode"][-1] for r in runs])), **prod}
-
-
 def glue_encoder_alone(meas: dict) -> tuple[dict, str]:
-    """:func:`encoder_summary` of each setting in ``meas`` ({"alone": runs, "with a decoder":
-    runs}), glued as ``nv_alone_*`` and ``nv_encdec_*``; returns (summaries, table)."""
-    key = {"alone": "alone", "with a decoder": "encdec"}
-    out = {k: encoder_summary(runs) for k, runs in meas.items()}
-    for k, summary in out.items():
-        glue_all(summary, f"nv_{key[k]}_")
+    """:func:`~tfx.theory.gradients.encoder_summary` of each setting in ``meas`` ({"alone": runs,
+    "with a decoder": runs}), glued as ``nv_alone_*`` and ``nv_encdec_*``; returns (summaries, table)."""
+    out = {k: gradients.encoder_summary(runs) for k, runs in meas.items()}
+    glue_all(out["alone"], "nv_alone_")
+    glue_all(out["with a decoder"], "nv_encdec_")
     glue("nv_alone_seeds", len(meas["alone"]))
     rows = [[f"encoder {k}", f"{s['bottom']:.2f} ({s['bottom_lo']:.2f}–{s['bottom_hi']:.2f})",
              f"{s['pred']:.2f} / {s['meas']:.2f}", f"{s['attn_v']:.2f} / {s['attn_g']:.2f}",
@@ -155,8 +82,8 @@ def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
         a.plot(np.arange(1, prof.shape[1] + 1), prof.mean(0), "o-", ms=3, color=c,
                label=f"Post-LN encoder {k}")
         for kind, mk in (("self-attn", "o"), ("ffn", "s")):
-            b.plot(_gains(runs, "forward_gain", kind).ravel(),
-                   _gains(runs, "backward_gain", kind).ravel(), mk, ms=3, color=c,
+            b.plot(gradients.branch_gains(runs, "forward_gain", kind).ravel(),
+                   gradients.branch_gains(runs, "backward_gain", kind).ravel(), mk, ms=3, color=c,
                    mfc="none" if kind == "ffn" else c, label=f"{kind}, encoder {k}")
     a.axhline(1, color=plot.GREYS["guide"], lw=0.8)
     a.set(xlabel="encoder sub-layer i (bottom → top)", ylabel="‖Δx_i‖ / ‖Δx_top‖",
@@ -170,21 +97,20 @@ def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
 
 
 def glue_gv3(sizes: dict, early: dict, window) -> tuple[dict, str]:
-    """GV-3's spreads (decades between the 90th and 10th percentile, ``fit.log_spread``) of
-    gradients and updates per optimiser, between the checkpoints of ``window`` and over the
-    first step (``early``); glues ``nv_spread_*``, ``nv_gv3_*``; returns (spreads, table)."""
+    """GV-3's spreads (decades, ``fit.log_spread``) of gradients and updates per optimiser,
+    between the checkpoints of ``window`` and over the first step (``early``), and the verdict
+    words of :func:`~tfx.theory.gradients.equalises`; glues ``nv_spread_*``, ``nv_gv3_*``;
+    returns ({(optimiser, "grad"|"update"): spread}, table)."""
     v, rows = {}, []
     for opt, s in sizes.items():
         sp = {k: fit.log_spread(s[k]) for k in ("grad", "update", "coord_grad", "coord_update")}
         sp["update_first"] = fit.log_spread(early[opt]["update"])
         eq = "equalises" if gradients.equalises(s) else "does not equalise"
         v |= {f"spread_{opt}_{k}": x for k, x in sp.items()} | {f"gv3_equalises_{opt}": md(eq)}
-        rows.append([opt.upper(), f"{sp['grad']:.1f}", f"{sp['update']:.2f}",
-                     f"{sp['update_first']:.2f}",
+        rows.append([opt.upper(), f"{sp['grad']:.1f}", f"{sp['update']:.2f}", f"{sp['update_first']:.2f}",
                      f"{sp['coord_grad']:.1f} / {sp['coord_update']:.1f}", eq])
-    glue_all(v | {"gv3_a": window[0], "gv3_b": window[1],
-                         "gv3_n": len(sizes["adam"]["names"]),
-                         "gv3_loss_adam": float(np.mean(sizes["adam"]["loss"][-10:]))}, "nv_")
+    glue_all(v | {"gv3_a": window[0], "gv3_b": window[1], "gv3_n": len(sizes["adam"]["names"]),
+                  "gv3_loss_adam": float(np.mean(sizes["adam"]["loss"][-10:]))}, "nv_")
     spread = {(opt, k): v[f"spread_{opt}_{k}"] for opt in sizes for k in ("grad", "update")}
     return spread, md_table(["optimiser", "gradients", f"updates, steps {window[0]}→{window[1]}",
                              "updates, first step", "per coordinate: gradients / updates",
@@ -209,17 +135,23 @@ def update_balance_figure(P, sizes: dict, window, name="fig-05-update-balance") 
     return glue_figure(name, fig)
 
 
-def smallest_gradients(sizes: dict, k: int = 3) -> list:
-    """The names of the ``k`` weight matrices with the smallest gradient RMS (SGD's run)."""
-    order = np.argsort(np.asarray(sizes["sgd"]["grad"]))[:k]
-    return [sizes["sgd"]["names"][i] for i in order]
+# GV-2's verdict, caption and failure mode, by the outcome of the hybrid (Post/Pre) and Pre/Pre
+GV2_VERDICT = {
+    "fails": "**fails without warmup**: with no vanishing gradient, it did not learn where Pre/Pre "
+             "trains, so removing the vanishing did not remove the need for warmup",
+    "trains": "**trains without warmup**: at this scale fixing the decoder's gradient was enough, "
+              "so the run does not reproduce the paper's ordering",
+    "neither": "**is inconclusive**: Pre/Pre did not train either in this budget"}
+GV2_HEADLINE = {"fails": "removing the vanishing gradient is not what makes a model train",
+                "trains": "the hybrid, with no vanishing gradient, trains",
+                "neither": "neither the hybrid nor Pre/Pre trains in this budget"}
 
 
 def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
-    """GV-2's illustration: each run's outcome (``History.status``) and final held-out loss,
-    glued as ``nv_<run>_status`` / ``nv_<run>_loss``, and the verdict, caption and failure
-    mode read from those outcomes (one seed is chaotic: nothing is typed against one
-    machine's run). Returns ({label: learned?}, a Markdown table)."""
+    """GV-2's illustration: each run's outcome (``History.status``) and final held-out loss
+    (``nv_<run>_status`` / ``nv_<run>_loss``), and the verdict, caption and failure mode read
+    from those outcomes (one seed is chaotic: nothing is typed against one machine's run).
+    Returns ({label: learned?}, a Markdown table)."""
     trained = {k: h.status == "learned" for k, h in runs.items()}
     v = {"chance": chance, "task": task_name}
     for label, h in runs.items():
@@ -227,24 +159,12 @@ def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
         v |= {f"{key}_loss": h.eval_loss[-1], f"{key}_status": md(f"`{h.status}`")}
     case = ("fails" if trained["Pre/Pre"] and not trained["Post/Pre"] else
             "trains" if trained["Post/Pre"] else "neither")
-    v["gv2_verdict"] = md({
-        "fails": "**fails without warmup**: with no vanishing gradient, it did not learn "
-                 "where Pre/Pre trains, so removing the vanishing did not remove the need "
-                 "for warmup",
-        "trains": "**trains without warmup**: at this scale fixing the decoder's gradient "
-                  "was enough, so the run does not reproduce the paper's ordering",
-        "neither": "**is inconclusive**: Pre/Pre did not train either in this budget"}[case])
-    v["gv2_headline"] = {
-        "fails": "removing the vanishing gradient is not what makes a model train",
-        "trains": "the hybrid, with no vanishing gradient, trains",
-        "neither": "neither the hybrid nor Pre/Pre trains in this budget"}[case]
-    failing = {k: h.status for k, h in runs.items()
-               if k.startswith("Post/") and h.status != "learned"}
-    v["fail_mode"] = md(
+    failing = {k: h.status for k, h in runs.items() if k.startswith("Post/") and h.status != "learned"}
+    v |= {"gv2_verdict": md(GV2_VERDICT[case]), "gv2_headline": GV2_HEADLINE[case], "fail_mode": md(
         "Here no Post-LN encoder's run failed." if not failing else
         "At our scale a failing run does not blow up: its loss stalls near chance, and the "
         "rule records it as `did not learn`." if set(failing.values()) == {"did not learn"}
-        else "Here " + ", ".join(f"{k} {s}" for k, s in failing.items()) + ".")
+        else "Here " + ", ".join(f"{k} {s}" for k, s in failing.items()) + ".")}
     glue_all(v, "nv_")
     rows = [[label, f"`{h.status}`", f"{h.eval_loss[-1]:.2f}"] for label, h in runs.items()]
     return trained, md_table(["encoder/decoder", "outcome", "held-out loss at the end"], rows)
@@ -259,26 +179,6 @@ def training_figure(P, runs: dict, title: str, name: str) -> str:
 
 
 # ------------------------------------------------------------- chapter 6: amplification
-def glue_am1(deps: dict, residual: dict, L: int = 12) -> dict:
-    """AM-1's reading of the last row (sub-layer ``L``) of the layer dependency at init
-    (``deps[placement, "init"]``), the decomposition residuals, and the mean diagonal
-    ``β_{i,i}`` before and after training; glues the ``am_*`` names claims.py reads."""
-    pre0, post0 = deps["pre", "init"], deps["post", "init"]
-    row = pre0[L, 1:]
-    v = {
-        "pre_row_cv": float(row.std() / row.mean()), "pre_row_mean": float(row.mean()),
-        "uniform": float(1 / np.sqrt(L + 1)),
-        "post_last_two": float(np.hypot(post0[L, L], post0[L, L - 1])),
-        "pre_last_two": float(np.hypot(pre0[L, L], pre0[L, L - 1])),
-        "post_emb": float(post0[L, 0]), "pre_emb": float(pre0[L, 0]),
-        "resid_post": float(residual["post"].max()),
-        "resid_post_top": float(residual["post"][L // 2:].max()),
-        "resid_pre": float(residual["pre"].max()),
-        **{f"diag_{pl}_{when}": float(np.mean(np.diag(m)[1:])) for (pl, when), m in deps.items()}}
-    glue_all(v, "am_")
-    return v
-
-
 def dependency_figure(P, deps: dict, steps: int, name="fig-06-dependency") -> str:
     fig, axes = plot.figure(P, ncols=2, nrows=2, width=9, height=7.5)
     for r, placement in enumerate(("post", "pre")):
@@ -290,65 +190,41 @@ def dependency_figure(P, deps: dict, steps: int, name="fig-06-dependency") -> st
     return glue_figure(name, fig)
 
 
-def glue_am2(N, sweeps: dict, seeds: dict) -> dict:
-    """AM-2's fits of the output change against depth ``N``: per perturbation kind and
-    placement, lines against N and ln N and a log-log fit (R² as
-    ``am_r2_<kind>_<placement>_<form>``); exponents with 95 % intervals over seeds
-    (``am_k_*``), the same for the measured Σβ²_ii (``am_k_sb_*``), and the exponent of the
-    equal-variance Pre-LN law H_{L+1} − 1 (``am_k_harmonic``). Returns fits and intervals."""
+def glue_am2(N, sweeps: dict, seeds: dict) -> tuple[dict, str]:
+    """AM-2's growth laws (:func:`tfx.theory.change.growth_fits` of ``sweeps`` against depth
+    ``N``), glued: exponents, R² (``am_r2_<kind>_<placement>_<form>``), intervals (``am_k_*``,
+    ``am_k_sb_*``), ratios, and the verdict words on each law (``am_law_*``, ``am_thm2_exp``).
+    Returns (the fits, a Markdown table of the exponents)."""
     N = np.asarray(N, dtype=float)
-    fits, v = {}, {}
+    am2 = change.growth_fits(N, sweeps)
+    fits, expo, expo_sb, kh = am2["fits"], am2["expo"], am2["expo_sb"], am2["k_harmonic"]
+    v = {f"exp_{kind}_{pl}": f[0] for (kind, pl, form), f in fits.items() if form == "power"}
     for kind, sw in sweeps.items():
-        for pl in ("post", "pre"):
-            y = sw[pl].mean(1)
-            fits[kind, pl, "N"] = fit.fit_linear(N, y)
-            fits[kind, pl, "logN"] = fit.fit_linear(np.log(N), y)
-            fits[kind, pl, "power"] = fit.fit_loglog(N, y)
-            v[f"exp_{kind}_{pl}"] = fits[kind, pl, "power"][0]
         v[f"ratio_{kind}"] = float(sw["post"].mean(1)[-1] / sw["pre"].mean(1)[-1])
         v[f"ratio_{kind}_first"] = float(sw["post"].mean(1)[0] / sw["pre"].mean(1)[0])
     v |= {f"r2_{kind}_{pl}_{form}": f[2] for (kind, pl, form), f in fits.items()}
-    expo = {(kind, pl): fit.exponent_interval(N, sweeps[kind][pl])
-            for kind in sweeps for pl in ("post", "pre")}
-    expo_sb = {pl: fit.exponent_interval(N, sweeps["random"]["sum_beta_sq"][pl])
-               for pl in ("post", "pre")}
-    parts = ("_exponent", "_low", "_high")
-    for (kind, pl), e in expo.items():
-        v |= interval(f"k_{kind}_{pl}", e, parts)
-    for pl, e in expo_sb.items():
-        v |= interval(f"k_sb_{pl}", e, parts)
-    k_harmonic = fit.fit_loglog(N, [change.output_change_order("pre", 2 * int(n)) for n in N])[0]
-    glue_all(v | {"depth_min": int(N[0]), "depth_max": int(N[-1]),
-                         "seeds_random": seeds["random"], "seeds_adam": seeds["adam"],
-                         "depths": ", ".join(str(int(n)) for n in N),
-                         "k_harmonic": k_harmonic}, "am_")
-    return {"fits": fits, "expo": expo, "expo_sb": expo_sb, "k_harmonic": k_harmonic}
-
-
-def glue_am2_laws(am2: dict) -> str:
-    """The verdict words on the growth laws (``am_law_*``, ``am_thm2_exp``) from
-    :func:`glue_am2`'s result ``am2``; returns a Markdown table of the exponents."""
-    expo, expo_sb, kh, fits = am2["expo"], am2["expo_sb"], am2["k_harmonic"], am2["fits"]
-    law = {("random", "post"): inside(expo["random", "post"], 1),
-           ("adam", "post"): inside(expo["adam", "post"], 1),
-           ("random", "pre"): inside(expo["random", "pre"], kh)}
-    thm2 = {pl: overlap(expo["random", pl], expo_sb[pl]) for pl in ("post", "pre")}
-    met = [f"{pl}-LN" for pl, ok in thm2.items() if ok]
-    missed = [f"{pl}-LN" for pl, ok in thm2.items() if not ok]
-    glue_all({f"law_{kind}_{pl}": md(_holds(ok)) for (kind, pl), ok in law.items()}
-             | {"thm2_exp": md("is met for both" if not missed else
-                               f"is met for {met[0]} and **not** for {missed[0]}" if met
-                               else "is **not** met for either")}, "am_")
+    for name, e in [*((f"{kind}_{pl}", e) for (kind, pl), e in expo.items()),
+                    *((f"sb_{pl}", e) for pl, e in expo_sb.items())]:
+        v |= interval(f"k_{name}", e, ("_exponent", "_low", "_high"))
+    law = {("random", "post"): fit.inside(expo["random", "post"], 1),
+           ("adam", "post"): fit.inside(expo["adam", "post"], 1),
+           ("random", "pre"): fit.inside(expo["random", "pre"], kh)}
+    met = [f"{pl}-LN" for pl in ("post", "pre") if fit.overlap(expo["random", pl], expo_sb[pl])]
+    missed = [f"{pl}-LN" for pl in ("post", "pre") if f"{pl}-LN" not in met]
+    glue_all(v | {f"law_{kind}_{pl}": md(_holds(ok)) for (kind, pl), ok in law.items()} | {
+        "thm2_exp": md("is met for both" if not missed else f"is met for {met[0]} and **not** for "
+                       f"{missed[0]}" if met else "is **not** met for either"),
+        "depth_min": int(N[0]), "depth_max": int(N[-1]), "seeds_random": seeds["random"],
+        "seeds_adam": seeds["adam"], "depths": ", ".join(str(int(n)) for n in N), "k_harmonic": kh}, "am_")
     rows = []
     for kind, what in (("random", "random δ"), ("adam", "one Adam step")):
         for pl, tname in (("post", "1 (O(N))"), ("pre", f"{kh:.2f} (O(log N))")):
             e = expo[kind, pl]
-            rows.append([what, f"{pl}-LN", f"{e['exponent']:.2f}",
-                         f"{e['low']:.2f} to {e['high']:.2f}", tname,
-                         _holds(law[kind, pl]).replace("**", "") if (kind, pl) in law else "—",
+            rows.append([what, f"{pl}-LN", f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}",
+                         tname, _holds(law[kind, pl]).replace("**", "") if (kind, pl) in law else "—",
                          f"{fits[kind, pl, 'N'][2]:.2f} / {fits[kind, pl, 'logN'][2]:.2f}"])
-    return md_table(["perturbation", "model", "exponent", "95 % interval", "the law's",
-                     "law", "R² against N / ln N"], rows)
+    return am2, md_table(["perturbation", "model", "exponent", "95 % interval", "the law's",
+                          "law", "R² against N / ln N"], rows)
 
 
 def output_change_figure(P, N, sweeps: dict, fits: dict, lr: float,
@@ -392,19 +268,6 @@ def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
     return out
 
 
-def theorem2(sw: dict) -> dict:
-    """Theorem 2 checked directly: one line through (Σβ²_ii, output change) of both
-    placements (``am_thm2_r2``) and the ratio of the constants C fitted to each alone
-    (``am_c_ratio``); returns the fit and the points."""
-    pts = {pl: (sw["sum_beta_sq"][pl].mean(1), sw[pl].mean(1)) for pl in ("post", "pre")}
-    xs = np.concatenate([p[0] for p in pts.values()])
-    ys = np.concatenate([p[1] for p in pts.values()])
-    k, c0, r2 = fit.fit_linear(xs, ys)
-    C = {pl: float(np.median(y / x)) for pl, (x, y) in pts.items()}
-    glue_all({"thm2_r2": r2, "c_ratio": C["post"] / C["pre"]}, "am_")
-    return {"slope": k, "intercept": c0, "r2": r2, "points": pts, "C": C}
-
-
 def theorem2_figure(P, th: dict, depths, name="fig-06-theorem2") -> str:
     fig, ax = plot.figure(P, width=6)
     for pl, (x, y) in th["points"].items():
@@ -432,23 +295,16 @@ def omega_figure(P, omegas: dict, free: dict, name="fig-07-omega") -> str:
 
 
 def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
-    """AD-1's β²_ii reading: the log-log slope of each scheme's seed-mean β²_ii against i+1
-    (``ad_slope_<scheme>``), Admin's per-seed slope range, the level and verdict of the law
-    (``ad_gm``, ``ad_law``), the derivation check (``ad_refined_err``, %) and how much an
-    attention sub-layer's share exceeds the FFN's after it (``ad_attn_over_ffn``)."""
-    from ..theory import dependency
-
-    b2 = {s: np.mean(r, axis=0) for s, r in b2s.items()}
-    i = np.arange(1, len(b2["admin"]) + 1)
-    slope = {s: fit.fit_loglog(i + 1, b2[s])[0] for s in b2}
-    per_seed = np.array([dependency.admin_law(r)["slope"] for r in b2s["admin"]])
-    glue_all({f"slope_{s.replace('-', '_')}": k for s, k in slope.items()} | {
-        "depth": depth, "seeds": len(b2s["admin"]), "gm": law["level"],
-        "slope_lo": float(per_seed.min()), "slope_hi": float(per_seed.max()),
-        "law": md(_holds(law["holds"])), "refined_err": 100 * float(np.max(sigma_err)),
-        # attention sub-layers are the odd i, FFN the even i
-        "attn_over_ffn": geo_mean(b2["admin"][0::2][1:]) / geo_mean(b2["admin"][1::2][1:])}, "ad_")
-    return {"b2": b2, "slope": slope}
+    """AD-1's β²_ii reading (:func:`tfx.theory.dependency.beta_diag_slopes`), glued: each
+    scheme's slope (``ad_slope_<scheme>``), Admin's per-seed range, the level and verdict of
+    the law (``ad_gm``, ``ad_law``), the derivation check (``ad_refined_err``, %) and
+    ``ad_attn_over_ffn``. Returns the slopes and seed means."""
+    r = dependency.beta_diag_slopes(b2s)
+    glue_all({f"slope_{s.replace('-', '_')}": k for s, k in r["slope"].items()} | {
+        "depth": depth, "seeds": len(b2s["admin"]), "gm": law["level"], "slope_lo": r["slope_lo"],
+        "slope_hi": r["slope_hi"], "law": md(_holds(law["holds"])),
+        "refined_err": 100 * float(np.max(sigma_err)), "attn_over_ffn": r["attn_over_ffn"]}, "ad_")
+    return r
 
 
 def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
@@ -466,8 +322,6 @@ def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
 
 
 def admin_beta_figure(P, b2: dict, name="fig-07-beta") -> str:
-    from ..theory import dependency
-
     fig, ax = plot.figure(P, width=7)
     i = np.arange(1, len(b2["admin"]) + 1)
     for s, (c, mk) in SCHEME_STYLE.items():
@@ -479,21 +333,12 @@ def admin_beta_figure(P, b2: dict, name="fig-07-beta") -> str:
     return glue_figure(name, fig)
 
 
-def glue_admin_change(N, sweeps: dict, schemes) -> tuple[dict, str]:
-    """AD-1's output change: at the largest depth the ratios Admin/Pre-LN, Post-LN/Admin and
-    profiling-free/Pre-LN per perturbation kind, Admin's R² against ln N, and each scheme's
-    log-log exponent with its 95 % interval over seeds (``ad_exp_*``). Returns (exponent
-    intervals, a Markdown table of them)."""
+def glue_admin_change(N, sweeps: dict, expo: dict) -> str:
+    """AD-1's output change (:func:`tfx.theory.change.admin_change_reading`) and each scheme's
+    depth exponent with its 95 % interval over seeds (``expo``: ``fit.exponent_interval`` of the
+    random-δ sweep), glued as ``ad_*``. Returns a Markdown table of the exponents."""
     N = np.asarray(N, dtype=float)
-    v = {"depth_max": int(N[-1])}
-    for kind, sw in sweeps.items():
-        y = {s: sw[s].mean(1) for s in schemes}
-        v[f"r2_{kind}_admin"] = fit.fit_linear(np.log(N), y["admin"])[2]
-        v[f"r2_{kind}_free"] = fit.fit_linear(np.log(N), y["admin-profiling-free"])[2]
-        for key, a, b in (("admin_over_pre", "admin", "pre"), ("post_over_admin", "post", "admin"),
-                          ("free_over_pre", "admin-profiling-free", "pre")):
-            v[f"{key}_{kind}"] = float(y[a][-1] / y[b][-1])
-    expo = {s: fit.exponent_interval(N, sweeps["random"][s]) for s in schemes}
+    v = {"depth_max": int(N[-1])} | change.admin_change_reading(N, sweeps)
     rows = []
     for s, e in expo.items():
         v |= interval(f"exp_{s.replace('-', '_')}", e)
@@ -501,9 +346,8 @@ def glue_admin_change(N, sweeps: dict, schemes) -> tuple[dict, str]:
         rows.append([SCHEME_NAMES[s], f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}",
                      f"{last['random']:.2f}", f"{last['adam']:.2f}"])
     glue_all(v, "ad_")
-    return expo, md_table(["scheme", "exponent (random δ)", "95 % interval",
-                           f"÷ Pre-LN at N = {int(N[-1])}, random δ", "÷ Pre-LN, one Adam step"],
-                          rows)
+    return md_table(["scheme", "exponent (random δ)", "95 % interval",
+                     f"÷ Pre-LN at N = {int(N[-1])}, random δ", "÷ Pre-LN, one Adam step"], rows)
 
 
 def admin_change_figure(P, N, sweeps: dict, schemes, lr: float, name="fig-07-output-change"):
@@ -520,26 +364,16 @@ def admin_change_figure(P, N, sweeps: dict, schemes, lr: float, name="fig-07-out
 
 
 def glue_profiling(omega_by: dict, no_dropout: dict, dropout: dict) -> dict:
-    """Training-mode against eval-mode profiling of Admin with dropout: top ω of each stack,
-    the largest ratio (and where), the ratio at the top, whether it exceeds a single
-    dropout's (1−p)^(−1/2), and whether eval mode gives the dropout-free ω."""
-    same = all(np.allclose(omega_by["eval"][s], no_dropout[s]) for s in no_dropout)
-    single = (1 - dropout["dropout"]) ** -0.5
-    out, v = {"same": same}, {}
-    for stack in ("encoder", "decoder"):
-        tr, ev = omega_by["train"][stack], omega_by["eval"][stack]
-        ratio = tr[1:] / ev[1:]
-        out[stack] = float(np.max(ratio))
-        v |= {f"top_train_{stack}": float(tr[-1]), f"top_eval_{stack}": float(ev[-1]),
-              f"ratio_max_{stack}": out[stack],
-              f"ratio_argmax_{stack}": int(np.argmax(ratio)) + 2,  # sub-layers count from 1
-              f"ratio_top_{stack}": float(tr[-1] / ev[-1])}
-    glue_all(v | {
-        "p": dropout["dropout"], "p_inner": dropout["attn_dropout"], "single": single,
-        "vs_single": md("more than" if out["encoder"] > single else "no more than"),
-        "eval_same": md("the same ω as the model without dropout" if same
+    """Training- against eval-mode profiling of Admin with ``dropout``
+    (:func:`tfx.theory.dependency.profiling_modes`), glued as ``ad_prof_*`` with the verdict
+    words: does the largest ratio exceed a single dropout's, does eval mode give the dropout-free ω."""
+    v = dependency.profiling_modes(omega_by, no_dropout, dropout["dropout"])
+    glue_all({k: x for k, x in v.items() if k != "same"} | {
+        "p": dropout["dropout"], "p_inner": dropout["attn_dropout"],
+        "vs_single": md("more than" if v["ratio_max_encoder"] > v["single"] else "no more than"),
+        "eval_same": md("the same ω as the model without dropout" if v["same"]
                         else "**not** the same ω as the model without dropout")}, "ad_prof_")
-    return out
+    return v
 
 
 def profiling_figure(P, omega_by: dict, no_dropout: dict, name="fig-07-profiling") -> str:
@@ -562,24 +396,18 @@ def profiling_figure(P, omega_by: dict, no_dropout: dict, name="fig-07-profiling
 
 
 def glue_profiling_effect(b2_prof: dict, out_change: dict) -> dict:
-    """What training-mode profiling changes at init: the geometric-mean ratio of β²_ii
-    (sub-layers i ≥ 2) and of the output change, training mode / eval mode."""
-    share = geo_mean(b2_prof["train"][1:] / b2_prof["eval"][1:])
-    ratio = {k: float(v["train"].mean() / v["eval"].mean()) for k, v in out_change.items()}
-    every_seed = all((v["train"] < v["eval"]).all() for v in out_change.values())
-    word = ("smaller" if max(ratio.values()) < 1 else "larger" if min(ratio.values()) > 1
-            else "not uniformly smaller")
-    glue_all({
-        "seeds": len(next(iter(out_change.values()))["train"]), "share": share,
-        "change_random": ratio["random"], "change_adam": ratio["adam"],
-        "change_verdict": md(word + (", for every seed" if every_seed else ""))}, "ad_prof_")
-    return {"share": share, "ratio": ratio, "every_seed": every_seed}
+    """What training-mode profiling changes at init (:func:`tfx.theory.dependency.profiling_effect`),
+    glued as ``ad_prof_*`` with the verdict words on the output change."""
+    v = dependency.profiling_effect(b2_prof, out_change)
+    ratio = [v["change_random"], v["change_adam"]]
+    word = "smaller" if max(ratio) < 1 else "larger" if min(ratio) > 1 else "not uniformly smaller"
+    glue_all({k: v[k] for k in ("seeds", "share", "change_random", "change_adam")} | {
+        "change_verdict": md(word + (", for every seed" if v["every_seed"] else ""))}, "ad_prof_")
+    return v
 
 
 def profiling_effect_figure(P, b2_prof: dict, out_change: dict, lr: float,
                             name="fig-07-profiling-effect") -> str:
-    from ..theory import dependency
-
     fig, axes = plot.figure(P, ncols=2, width=10)
     i = np.arange(1, len(b2_prof["train"]) + 1)
     for mode, mk, c in (("train", "o-", plot.color("admin")),
@@ -621,33 +449,33 @@ def records_table(recs) -> str | None:
     return md_table(["variant", "outcomes", "best held-out loss", "BLEU"], rows)
 
 
+# AD-3's comparisons chapter 7 reads, by glue key: (part, experiment, a, b)
+AD3_READ = {"post_pre": ("failure", "lr-sensitivity", "Post-LN", "Pre-LN"),
+            "post_admin": ("failure", "lr-sensitivity", "Post-LN", "Admin"),
+            "admin_pre": ("quality", "lr-sensitivity", "Admin", "Pre-LN"),
+            "admin_pre_mt": ("quality", "translation", "Admin", "Pre-LN")}
+
+
 def glue_admin_in_training(profile: str = "book") -> dict:
-    """AD-3's comparisons of chapter 12's records (:mod:`tfx.book.evidence`), deep, with
-    warmup, each architecture at its own best rate: Post-LN's gap to Pre-LN and to Admin
-    (``ad_train_post_pre``, ``…_post_admin``), the share Admin closes (``…_closed``), the
-    depth, and Admin against Pre-LN there and on translation (``…_admin_pre``, ``…_mt``),
-    each with the claims page's verdict (``…_verdict``). Returns ``{key: (Effect, verdict)}``."""
+    """AD-3's comparisons of chapter 12's records (:mod:`tfx.book.evidence`, deep, with warmup,
+    each architecture at its own best rate, end loss) named in :data:`AD3_READ`, glued as
+    ``ad_train_<key>`` with the claims page's verdict (``…_verdict``), the share of Post-LN's gap
+    Admin closes (``ad_train_closed``) and the depth. Returns ``{key: (Effect, verdict)}``."""
     from . import evidence
     from .fixes_pages import effect_text
 
-    def one(part: str, experiment: str, a: str, b: str):
-        hits = [c for c in evidence.BY_CLAIM["AD-3"] if c.part == part and c.experiment == experiment
-                and (c.a, c.b) == (a, b) and c.own_rate and not c.contrast and c.measure == "end loss"]
+    got, v = {}, {}
+    for key, read in AD3_READ.items():
+        hits = [c for c in evidence.BY_CLAIM["AD-3"] if (c.part, c.experiment, c.a, c.b) == read
+                and c.own_rate and not c.contrast and c.measure == "end loss"]
         if len(hits) != 1:
-            raise LookupError(f"AD-3 registers {len(hits)} {part} comparisons {a} vs {b} in {experiment}")
-        recs = evidence.records(experiment, profile)
+            raise LookupError(f"AD-3 registers {len(hits)} comparisons {read}")
+        recs = evidence.records(read[1], profile)
         e = hits[0].effect(recs)
-        return hits[0], e, hits[0].verdict(recs, e)
-
-    got = {"post_pre": one("failure", "lr-sensitivity", "Post-LN", "Pre-LN"),
-           "post_admin": one("failure", "lr-sensitivity", "Post-LN", "Admin"),
-           "admin_pre": one("quality", "lr-sensitivity", "Admin", "Pre-LN"),
-           "admin_pre_mt": one("quality", "translation", "Admin", "Pre-LN")}
-    c = got["post_pre"][0]
-    cfg = c.runs(evidence.records(c.experiment, profile))[0].config
-    v = {"closed": got["post_admin"][1].mean / got["post_pre"][1].mean,
-         "depth": f"{cfg.n_enc}+{cfg.n_dec}"}
-    for key, (_, e, verdict) in got.items():
-        v |= {key: effect_text(e), f"{key}_verdict": verdict}
-    glue_all(v, "ad_train_")
-    return {key: (e, verdict) for key, (_, e, verdict) in got.items()}
+        got[key] = (e, hits[0].verdict(recs, e))
+        v |= {key: effect_text(e), f"{key}_verdict": got[key][1]}
+        if key == "post_pre":  # the depth of the runs compared
+            cfg = hits[0].runs(recs)[0].config
+    glue_all(v | {"closed": got["post_admin"][0].mean / got["post_pre"][0].mean,
+                  "depth": f"{cfg.n_enc}+{cfg.n_dec}"}, "ad_train_")
+    return got

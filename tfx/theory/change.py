@@ -269,3 +269,54 @@ def max_output_difference(model_a, model_b, batch) -> float:
             else:
                 outs.append(m(src=b.src, tgt_in=b.tgt[:, :-1]))
     return float((outs[0] - outs[1]).abs().max())
+
+
+# ----------------------------------------------------------------- AM-2: the growth laws, fitted
+def growth_fits(N, sweeps: dict) -> dict:
+    """AM-2's fits of :func:`output_change_sweep` results ``sweeps[kind]`` against depth ``N``:
+    per kind and placement, lines against N and ln N and a power law (``fits[kind, pl, form]``,
+    form ``"N"``, ``"logN"``, ``"power"``: :func:`tfx.theory.fit.fit_linear` /
+    ``fit_loglog`` triples); exponents with 95 % intervals over seeds (``expo[kind, pl]``), the
+    same for the measured Σβ²_ii (``expo_sb[pl]``), and the exponent of Pre-LN's equal-variance
+    law H_{L+1} − 1 with L = 2N (``k_harmonic``)."""
+    from .fit import exponent_interval, fit_loglog
+
+    N = np.asarray(N, dtype=float)
+    fits = {}
+    for kind, sw in sweeps.items():
+        for pl in ("post", "pre"):
+            y = sw[pl].mean(1)
+            fits[kind, pl, "N"], fits[kind, pl, "logN"] = fit_linear(N, y), fit_linear(np.log(N), y)
+            fits[kind, pl, "power"] = fit_loglog(N, y)
+    return {"fits": fits,
+            "expo": {(kind, pl): exponent_interval(N, sweeps[kind][pl]) for kind in sweeps for pl in ("post", "pre")},
+            "expo_sb": {pl: exponent_interval(N, sweeps["random"]["sum_beta_sq"][pl]) for pl in ("post", "pre")},
+            "k_harmonic": fit_loglog(N, [output_change_order("pre", 2 * int(n)) for n in N])[0]}
+
+
+def theorem2_fit(sw: dict) -> dict:
+    """Theorem 2 checked directly on a random-δ :func:`output_change_sweep` ``sw``: one line
+    through the points (Σβ²_ii, output change) of both placements (``slope``, ``intercept``,
+    ``r2``; ``points`` per placement), the constant C = change / Σβ²_ii fitted to each alone
+    (median over depths, ``C``) and Post-LN's C over Pre-LN's (``c_ratio``)."""
+    pts = {pl: (sw["sum_beta_sq"][pl].mean(1), sw[pl].mean(1)) for pl in ("post", "pre")}
+    k, c0, r2 = fit_linear(np.concatenate([p[0] for p in pts.values()]),
+                           np.concatenate([p[1] for p in pts.values()]))
+    C = {pl: float(np.median(y / x)) for pl, (x, y) in pts.items()}
+    return {"slope": k, "intercept": c0, "r2": r2, "points": pts, "C": C, "c_ratio": C["post"] / C["pre"]}
+
+
+def admin_change_reading(N, sweeps: dict) -> dict:
+    """AD-1 on :func:`output_change_sweep` results of the four schemes per perturbation kind
+    (``sweeps[kind]``): R² of Admin's and profiling-free Admin's change against ln N
+    (``r2_<kind>_admin``, ``r2_<kind>_free``) and, at the deepest N, Admin / Pre-LN, Post-LN /
+    Admin and profiling-free Admin / Pre-LN (``admin_over_pre_<kind>`` …)."""
+    log_n, v = np.log(np.asarray(N, dtype=float)), {}
+    for kind, sw in sweeps.items():
+        y = {s: sw[s].mean(1) for s in ("post", "pre", "admin", "admin-profiling-free")}
+        v[f"r2_{kind}_admin"] = fit_linear(log_n, y["admin"])[2]
+        v[f"r2_{kind}_free"] = fit_linear(log_n, y["admin-profiling-free"])[2]
+        for key, a, b in (("admin_over_pre", "admin", "pre"), ("post_over_admin", "post", "admin"),
+                          ("free_over_pre", "admin-profiling-free", "pre")):
+            v[f"{key}_{kind}"] = float(y[a][-1] / y[b][-1])
+    return v

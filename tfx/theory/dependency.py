@@ -158,3 +158,70 @@ def admin_omegas(model) -> dict:
     return {s: np.array([float(m.omega.detach().mean()) if hasattr(m, "omega") else np.nan
                           for _, m in model.stacks()[s].residuals()]) for s in model.stacks()}
 
+
+
+# ----------------------------------------------------------------- AM-1 and AD-1, read off
+def last_row_reading(deps: dict, residual: dict, L: int = 12) -> dict:
+    """AM-1: the last row (sub-layer ``L``) of :func:`layer_dependency`'s β at init
+    (``deps[placement, "init"]``): Pre-LN's spread over the branches (``pre_row_cv``,
+    ``pre_row_mean`` against ``uniform`` = 1/√(L+1)), the mass on the two newest branches and on
+    the embedding per placement, the decomposition residuals (``resid_*``), and the mean
+    diagonal β_{i,i} of every ``deps`` entry (``diag_<placement>_<when>``)."""
+    pre0, post0 = deps["pre", "init"], deps["post", "init"]
+    row = pre0[L, 1:]
+    return {
+        "pre_row_cv": float(row.std() / row.mean()), "pre_row_mean": float(row.mean()),
+        "uniform": float(1 / np.sqrt(L + 1)),
+        "post_last_two": float(np.hypot(post0[L, L], post0[L, L - 1])),
+        "pre_last_two": float(np.hypot(pre0[L, L], pre0[L, L - 1])),
+        "post_emb": float(post0[L, 0]), "pre_emb": float(pre0[L, 0]),
+        "resid_post": float(residual["post"].max()),
+        "resid_post_top": float(residual["post"][L // 2:].max()),
+        "resid_pre": float(residual["pre"].max()),
+        **{f"diag_{pl}_{when}": float(np.mean(np.diag(m)[1:])) for (pl, when), m in deps.items()}}
+
+
+def beta_diag_slopes(b2s: dict) -> dict:
+    """AD-1: ``b2s`` is {scheme: β²_{i,i} per seed (rows)}. The seed means (``b2``), the log-log
+    slope of each against i + 1 (``slope``), the range of Admin's per-seed :func:`admin_law`
+    slopes (``slope_lo``, ``slope_hi``), and how much an attention sub-layer's β² (odd i)
+    exceeds the FFN's after it (even i), as a ratio of geometric means (``attn_over_ffn``)."""
+    from .fit import fit_loglog, geo_mean
+
+    b2 = {s: np.mean(r, axis=0) for s, r in b2s.items()}
+    i = np.arange(1, len(b2["admin"]) + 1)
+    per_seed = np.array([admin_law(r)["slope"] for r in b2s["admin"]])
+    return {"b2": b2, "slope": {s: fit_loglog(i + 1, b2[s])[0] for s in b2},
+            "slope_lo": float(per_seed.min()), "slope_hi": float(per_seed.max()),
+            "attn_over_ffn": geo_mean(b2["admin"][0::2][1:]) / geo_mean(b2["admin"][1::2][1:])}
+
+
+def profiling_modes(omega_by: dict, no_dropout: dict, dropout: float) -> dict:
+    """Admin's ω profiled in training mode against eval mode (``omega_by[mode][stack]``), with
+    dropout ``dropout``: per stack the top ω of each mode, the largest train/eval ratio over
+    sub-layers i ≥ 2 and where (``ratio_argmax_<stack>``, counting from 1), the ratio at the top;
+    a single dropout's factor (1 − p)^(−1/2) (``single``); and whether eval mode gives the
+    dropout-free ω (``same``)."""
+    v = {"same": all(np.allclose(omega_by["eval"][s], no_dropout[s]) for s in no_dropout),
+         "single": (1 - dropout) ** -0.5}
+    for stack in ("encoder", "decoder"):
+        tr, ev = omega_by["train"][stack], omega_by["eval"][stack]
+        ratio = tr[1:] / ev[1:]
+        v |= {f"top_train_{stack}": float(tr[-1]), f"top_eval_{stack}": float(ev[-1]),
+              f"ratio_max_{stack}": float(np.max(ratio)),
+              f"ratio_argmax_{stack}": int(np.argmax(ratio)) + 2,
+              f"ratio_top_{stack}": float(tr[-1] / ev[-1])}
+    return v
+
+
+def profiling_effect(b2_prof: dict, out_change: dict) -> dict:
+    """What training-mode profiling changes at init, training mode / eval mode: the geometric
+    mean ratio of β²_{i,i} over sub-layers i ≥ 2 (``share``), the ratio of the mean output
+    change per perturbation kind (``change_<kind>``), whether every seed's change is smaller
+    (``every_seed``), and the seeds."""
+    from .fit import geo_mean
+
+    return {"seeds": len(next(iter(out_change.values()))["train"]),
+            "share": geo_mean(b2_prof["train"][1:] / b2_prof["eval"][1:]),
+            **{f"change_{k}": float(v["train"].mean() / v["eval"].mean()) for k, v in out_change.items()},
+            "every_seed": all((v["train"] < v["eval"]).all() for v in out_change.values())}

@@ -109,7 +109,7 @@ def log_spread(values, q: float = 0.1) -> float:
     return float(np.log10(np.quantile(v, 1 - q) / np.quantile(v, q)))
 
 
-
+# ----------------------------------------------------------------- means and exponent intervals
 def geo_mean_rows(vals):
     """Geometric mean of each row (a depth's seeds) over its values that are finite and > 0;
     NaN for a row with none."""
@@ -119,3 +119,18 @@ def geo_mean_rows(vals):
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a row with no such value: NaN
         return np.exp(np.nanmean(np.where(np.isfinite(v) & (v > 0), np.log(v), np.nan), axis=1))
+
+
+def geo_mean(x) -> float:
+    """The geometric mean exp(mean(ln x)) of positive values."""
+    return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
+
+
+def inside(e: dict, value: float) -> bool:
+    """Is ``value`` inside the :func:`exponent_interval` ``e``?"""
+    return e["low"] <= value <= e["high"]
+
+
+def overlap(e: dict, f: dict) -> bool:
+    """Do two :func:`exponent_interval` results overlap?"""
+    return e["low"] <= f["high"] and f["low"] <= e["high"]

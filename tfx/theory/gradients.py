@@ -366,3 +366,65 @@ def equalises(balance: dict) -> bool:
     from .fit import log_spread
 
     return log_spread(balance["update"]) <= EQUALISE_FRACTION * log_spread(balance["grad"])
+
+
+# ----------------------------------------------------------------- GV-1 and GV-3, read off
+def mean_profiles(runs: list) -> dict:
+    """The seed mean of :func:`sublayer_grad_norms` results: ``{stack: {"relative", "norm", "kinds"}}``."""
+    return {stack: {k: np.mean([r[stack][k] for r in runs], axis=0)
+                    for k in ("relative", "norm")} | {"kinds": runs[0][stack]["kinds"]}
+            for stack in ("encoder", "decoder")}
+
+
+def bottom_top_ratios(grads: dict) -> dict:
+    """GV-1: the bottom/top ratio of the relative gradient per placement and stack
+    (``grads``: {placement: :func:`mean_profiles`}) as ``post_enc`` … ``pre_dec``, the Post-LN
+    decoder's bottom against the encoder's (``dec_vs_enc``), and the ratio predicted for twice
+    the depth (``ex_twice``: the decoder's squared)."""
+    rel = {(pl, st[:3]): grads[pl][st]["relative"] for pl in ("post", "pre") for st in ("encoder", "decoder")}
+    v = {f"{pl}_{st}": float(r[0] / r[-1]) for (pl, st), r in rel.items()}
+    v["dec_vs_enc"] = float(rel["post", "dec"][0] / rel["post", "enc"][0])
+    return v | {"ex_twice": v["post_dec"] ** 2}
+
+
+def cross_drop(measured, predicted, other) -> dict:
+    """GV-1's gradient kept across each encoder-attention sub-layer (``measured``) against
+    1/√(1 + Var f_cross) (``predicted``), and across the other sub-layers (``other``):
+    ``cross_drop``, ``other_drop`` (geometric means), ``cross_err`` (mean |measured/predicted − 1|,
+    %) and ``cross_total`` (the product over the decoder)."""
+    from .fit import geo_mean
+
+    measured, predicted = np.asarray(measured), np.asarray(predicted)
+    return {"cross_drop": geo_mean(measured), "other_drop": geo_mean(other),
+            "cross_err": 100 * float(np.mean(np.abs(measured / predicted - 1))),
+            "cross_total": float(np.prod(measured))}
+
+
+def branch_gains(runs: list, key: str, kind: str) -> np.ndarray:
+    """Every seed's ``key`` gain (:func:`sublayer_gains`) of the ``kind`` sub-layers, as one
+    array; ``runs`` are (profile, gains) per seed."""
+    sel = np.array(runs[0][1]["kinds"]) == kind
+    return np.array([r[1][key][sel] for r in runs])
+
+
+def encoder_summary(runs: list) -> dict:
+    """One setting of the Post-LN encoder; ``runs`` are (profile of ‖Δx_i‖/‖Δx_top‖,
+    :func:`sublayer_gains` of the encoder) per seed. Bottom/top ratio (mean, seed range), the
+    lowest point, the forward/backward gains (``v``/``g``) of the attention and FFN branches,
+    the common-mode share at the top, and the bottom/top ratio predicted as √∏(1+g)/(1+v) over
+    sub-layers 1 … L−1 (``pred``) beside its measurement (``meas``)."""
+    prof = np.array([r[0] for r in runs])
+    gains = {f"{br}_{vg}": float(branch_gains(runs, key, kind).mean())
+             for br, kind in (("attn", "self-attn"), ("ffn", "ffn"))
+             for vg, key in (("v", "forward_gain"), ("g", "backward_gain"))}
+    prod = {k: float(np.mean([np.sqrt(np.prod(r[1][key])) for r in runs]))
+            for k, key in (("pred", "predicted"), ("meas", "measured"))}
+    return {"bottom": float(prof[:, 0].mean()), "bottom_lo": float(prof[:, 0].min()),
+            "bottom_hi": float(prof[:, 0].max()), "min": float(prof.mean(0).min()), **gains,
+            "common": float(np.mean([r[1]["common_mode"][-1] for r in runs])), **prod}
+
+
+def smallest_gradients(balance: dict, k: int = 3) -> list:
+    """The names of the ``k`` weight matrices with the smallest gradient RMS in an
+    :func:`update_balance`."""
+    return [balance["names"][i] for i in np.argsort(np.asarray(balance["grad"]))[:k]]
