@@ -172,3 +172,12 @@ def test_tfixup_lhs():
     assert bounds.tfixup_lhs(1.0, 2.0, 3.0) == 4 + 36 + 9
     assert torch.isclose(bounds.tfixup_lhs(torch.tensor(0.5), torch.tensor(0.5), torch.tensor(2.0)),
                          torch.tensor(0.0625 + 1 + 1))
+
+
+def test_v1_fade_matches_the_closed_form_and_refuses_bad_input():
+    k, kmin, layers = bounds.v1_layers_to_fade(1.2, 0.01)
+    assert k == pytest.approx(math.log(100) / math.log(1.2))
+    assert (kmin, layers) == (26, 13)
+    assert 1.2 ** -kmin < 0.01 <= 1.2 ** -(kmin - 1)
+    with pytest.raises(ValueError, match="sigma"):
+        bounds.v1_layers_to_fade(0.9)

@@ -181,3 +181,12 @@ def test_random_signs_keep_adams_step_sizes_and_drop_their_alignment():
     aligned = change.output_change(m, BATCH, "adam", lr=1e-4)
     shuffled = change.output_change(m, BATCH, "adam-random-signs", lr=1e-4, seed=3)
     assert shuffled < aligned
+
+
+def test_sgd_matching_lr_inverts_the_quadratic_rule():
+    # change = a·η²: the SGD rate giving Adam's change c_A is √(c_A / a)
+    a, c_adam = 7.0, 0.28
+    eta = change.sgd_matching_lr(1e-3, a * 1e-6, c_adam)
+    assert a * eta ** 2 == pytest.approx(c_adam)
+    with pytest.raises(ValueError, match="eta0"):
+        change.sgd_matching_lr(0.0, 1.0, 1.0)

@@ -375,3 +375,14 @@ def random_discrete_stds(n_dists: int = 2000, support: int = 5, a: float = 0.0, 
     mean = (wts * pts).sum(1)
     var = (wts * pts**2).sum(1) - mean**2
     return np.sqrt(np.clip(var, 0, None)) / (b - a)
+
+
+def v1_layers_to_fade(sigma: float = 1.2, share: float = 0.01) -> tuple:
+    """How many v1 sub-layers, each scaling the carried residual by 1/σ (γ = 1), bring the
+    embedding's share below ``share``: (ln(1/share)/ln σ, the first whole k past it,
+    encoder layers of two sub-layers that takes)."""
+    if sigma <= 1 or not 0 < share < 1:
+        raise ValueError(f"sigma={sigma} must be > 1 and share={share} in (0, 1)")
+    k = math.log(1 / share) / math.log(sigma)
+    kmin = math.floor(k) + 1
+    return k, kmin, math.ceil(kmin / 2)
