@@ -178,3 +178,15 @@ def test_a_cuda_record_names_its_card_and_a_cpu_record_names_none(monkeypatch):
     assert sweep._device_name("cpu") == ""
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: f"card of {device}")
     assert sweep._device_name("cuda:1") == "card of cuda:1"
+
+
+def test_source_of_drops_the_docstring_and_comments():
+    from tfx.runs.codeversion import source_of
+
+    def f(x):
+        """A docstring
+        on two lines."""
+        y = x + 1  # a comment
+        return y
+
+    assert source_of(f) == "def f(x):\n    y = x + 1\n    return y"

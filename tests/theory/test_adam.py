@@ -90,3 +90,10 @@ def test_first_steps_divides_each_update_by_its_learning_rate():
         assert fs.lr[0] == pytest.approx(1e-3 / max(warmup, 1))
         assert fs.update_median[0] == pytest.approx(1.0, rel=1e-3)
         assert fs.update_median[1] < 1  # |m̂|/√v̂ < 1 once the gradients vary
+
+
+def test_least_moved_names_the_matrix_whose_gradient_is_nearest_eps():
+    step = {"update_rms": {"a.q_proj.weight": 4.2e-4, "a.fc1.weight": 1e-3},
+            "grad_rms": {"a.q_proj.weight": 2e-8, "a.fc1.weight": 1e-2}}
+    out = adam.least_moved(step, 1e-3)
+    assert out["frac"] == pytest.approx(0.42) and out["name"] == "a.q_proj" and out["grad"] == 2e-8

@@ -198,3 +198,12 @@ def test_v1_scale_summary_counts_and_compounds():
     assert v["n_le1_lipschitz_encoder"] == 1 and v["n_sub_encoder"] == 2
     assert v["sigma_first_xavier_encoder"] == 1.5 and v["range_xavier_encoder"] == 5.0
     assert v["carried_ratio"] == pytest.approx(0.9 / 0.3)
+
+
+def test_v1_fade_matches_the_closed_form_and_refuses_bad_input():
+    k, kmin, layers = bounds.v1_layers_to_fade(1.2, 0.01)
+    assert k == pytest.approx(math.log(100) / math.log(1.2))
+    assert (kmin, layers) == (26, 13)
+    assert 1.2 ** -kmin < 0.01 <= 1.2 ** -(kmin - 1)
+    with pytest.raises(ValueError, match="sigma"):
+        bounds.v1_layers_to_fade(0.9)

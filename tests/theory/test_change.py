@@ -213,3 +213,12 @@ def test_admin_change_reading_ratios_at_the_deepest_n():
     assert v["free_over_pre_adam"] == pytest.approx(1.2)
     assert v["post_over_admin_random"] == pytest.approx(sw["post"].mean(1)[-1] / (1.1 * sw["pre"].mean(1)[-1]))
     assert 0 <= v["r2_random_admin"] <= 1
+
+
+def test_sgd_matching_lr_inverts_the_quadratic_rule():
+    # change = a·η²: the SGD rate giving Adam's change c_A is √(c_A / a)
+    a, c_adam = 7.0, 0.28
+    eta = change.sgd_matching_lr(1e-3, a * 1e-6, c_adam)
+    assert a * eta ** 2 == pytest.approx(c_adam)
+    with pytest.raises(ValueError, match="eta0"):
+        change.sgd_matching_lr(0.0, 1.0, 1.0)

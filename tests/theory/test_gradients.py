@@ -197,3 +197,36 @@ def test_encoder_summary_of_gains_and_profiles():
 def test_smallest_gradients_names_the_smallest_rms():
     balance = {"names": ["a", "b", "c", "d"], "grad": np.array([0.1, 0.3, 0.2, 5.0])}
     assert gradients.smallest_gradients(balance, k=2) == ["a", "c"]
+
+
+def test_finite_depth_exponent_sits_above_minus_a_half_with_an_embedding_offset():
+    assert gradients.finite_depth_exponent([2, 6, 24], 0.0, 1.0) == pytest.approx(-0.5)
+    assert -0.5 < gradients.finite_depth_exponent([2, 6, 12, 18, 24], 1.5, 1.0) < -0.3
+
+
+def test_last_layer_summary_reads_the_intervals():
+    depths = [2, 4, 8]
+    last = {"post": np.ones(3), "pre": np.array([1.0, 0.7, 0.5])}
+    expo = {"post": {"exponent": 0.01, "low": -0.05, "high": 0.07},
+            "pre": {"exponent": -0.45, "low": -0.48, "high": -0.42}}
+    out = gradients.last_layer_summary(depths, last, expo, 1.0, 1.0)
+    assert (out["post_verdict"], out["pre_verdict"]) == ("inside", "outside")
+    assert out["k_pre_lo"] == -0.48 and out["pre_first"] == 1.0 and out["pre_last"] == 0.5
+    assert out["k_offset"] == pytest.approx(gradients.finite_depth_exponent(depths, 1.0, 1.0))
+
+
+def test_last_ffn_grads_are_the_profiles_last_column():
+    task = tfx.synthetic("reverse", vocab=8, length=5)
+    kw = dict(batch_size=4, d_model=16, n_heads=2, d_ffn=32)
+    last = gradients.last_ffn_grads(task, "pre", [2, 3], seeds=2, **kw)
+    assert last.shape == (2, 2)
+    assert last[1] == pytest.approx(gradients.ffn_grad_profiles(task, "pre", 3, seeds=2, **kw)[:, -1])
+
+
+def test_ffn_weight_grad_parts_factor_the_w2_gradient():
+    parts = gradients.ffn_weight_grad_parts(_model(placement="post"), BATCH)
+    assert parts["w2"] == pytest.approx(parts["align"] * parts["dz"] * parts["h"])
+    assert ((parts["align"] > 0) & (parts["align"] <= 1 + 1e-6)).all() and len(parts["w2"]) == 2
+    task = tfx.synthetic("reverse", vocab=8, length=5)
+    out = gradients.encoder_under_decoder(task, 2, 2, 4, d_model=16, n_heads=2, d_ffn=32)
+    assert out["seeds"] == 2 and 0 <= out["w2_rises"] <= 2 and out["align_top"] > 0

@@ -94,3 +94,41 @@ def test_xiong_simplified_makes_attention_uniform_and_weights_xavier_normal():
     assert float(w.std()) == pytest.approx((2 / (d + d)) ** 0.5, rel=0.05)  # N(0, 1/d), not uniform
     assert abs(float(((w / w.std()) ** 4).mean()) - 3.0) < 0.2  # Gaussian kurtosis 3 (uniform: 1.8)
     assert float(m.encoder.layers[0].ffn.f.fc1.bias.abs().max()) == 0
+
+
+def test_post_ln_sum_norm_is_lemma_2_at_r_1_and_falls_with_width():
+    assert hidden.post_ln_sum_norm(1) == pytest.approx(1.5)
+    assert hidden.post_ln_sum_norm(2) > hidden.post_ln_sum_norm(8) > 1
+    with pytest.raises(ValueError, match="r="):
+        hidden.post_ln_sum_norm(0)
+
+
+def test_post_ln_sums_per_kind_and_the_gains_of_the_extremes():
+    from small_models import BATCH, model
+
+    sums = hidden.post_ln_sum_norms(model(placement="post"), BATCH)
+    assert {k: len(v) for k, v in sums.items()} == {"self-attn": 4, "ffn": 4, "cross-attn": 2}
+    assert all((v > 0).all() for v in sums.values())
+    sums = {"ffn": np.array([1.3, 1.4]), "self-attn": np.array([1.9, 2.0]),
+            "cross-attn": np.array([2.0, 2.25])}
+    out = hidden.post_ln_sum_gains(sums)
+    assert out["ffn"] == pytest.approx(1.35) and out["cross"] == pytest.approx(2.125)
+    assert out["gain_lo"] == pytest.approx(1 / 1.5) and out["gain_hi"] == pytest.approx(1 / 1.3 ** 0.5)
+
+
+def test_lemma2_summary_fits_the_growth_and_checks_the_bounds():
+    layers = np.arange(1, 7)
+    pre = np.tile(1.0 + layers, (3, 1)).astype(float)  # E‖x_l‖²/d = 1 + l: inside [l/2 + 1, 3l/2 + 1]
+    norms = {("simplified", "post"): np.full((3, 6), 1.5), ("real", "post"): np.full((3, 6), 1.3),
+             ("simplified", "pre"): pre, ("real", "pre"): 2 * pre}
+    out = hidden.lemma2_summary(norms, layers, 4)
+    assert out["post_simp"] == pytest.approx(1.5) and out["post_real_pred"] == pytest.approx(1.32)
+    assert out["pre_slope_simp"] == pytest.approx(1.0) and out["pre_slope_real"] == pytest.approx(2.0)
+    assert out["inside"] == [True] * 6
+    assert hidden.within_pre_ln_bounds([1, 2], [0.1, 2.5]) == [False, True]
+
+
+def test_post_ln_width_norms_fall_with_the_ffn_width():
+    out = hidden.post_ln_width_norms(tfx.synthetic("reverse", vocab=8, length=5), (1, 8), 2, 4,
+                                     d_model=16, n_heads=2, d_ffn=16)
+    assert set(out) == {1, 8} and out[8] < out[1]

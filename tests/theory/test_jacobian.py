@@ -202,3 +202,13 @@ def test_dyt_jacobian_matches_autograd_and_is_bounded_by_alpha_gamma():
         # a tiny input: the bound is reached (LayerNorm's gain would be huge there)
         assert float(jacobian.dyt_jacobian_norm(1e-6 * torch.ones(16, dtype=torch.float64), alpha, gamma)) \
             == pytest.approx(alpha * float(gamma.abs().max()), rel=1e-9)
+
+
+def test_shift_and_gain_norms_answer_with_the_formulas():
+    out = jacobian.shift_and_gain_norms()
+    assert out["ex1_centred"] == pytest.approx(1.0, rel=1e-8)
+    assert out["ex1_shifted"] == pytest.approx(1.0, rel=1e-6)
+    assert out["ex1_plain_bound"] < 0.02  # Lemma 3's plain norm is far off
+    assert out["ex2_rms_centred"] == pytest.approx(1.0, rel=1e-8)
+    assert out["ex2_rms_shifted"] == pytest.approx(out["ex2_rms_formula"], rel=1e-6)
+    assert out["ex3_factor"] - 1e-9 <= out["ex3_ratio"] <= 1 + 1e-9

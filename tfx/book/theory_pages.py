@@ -1,21 +1,22 @@
 """The bookkeeping of chapters 1–4 (why it is hard, anatomy, the LayerNorm Jacobian,
-gradients at initialisation): each function takes what the page computed and returns a
-figure, a Markdown table or the values it glued, so a test can check it without a notebook.
+gradients at initialisation): the figures, tables and glued values of what each page
+computed (the computing itself is in ``tfx.theory``), so a test can check them without a notebook.
 """
 from __future__ import annotations
 
-import math
+import inspect
 
+import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
+from ..nn.model import build_model
 from ..runs import sweep
-from ..theory import fit, gradients, hidden, jacobian
-from . import plot
-from .notebook import glue, glue_all, glue_figure, interval, md_table
-
-# Chapter 1 draws optimisers and placements in neighbouring panels (plot.OPTIMISERS_BESIDE_SCHEMES)
-OPTIMISER_COLORS = plot.OPTIMISERS_BESIDE_SCHEMES
-
+from ..theory import fit, gradients, hidden
+from ..theory.adam import least_moved
+from ..theory.bounds import v1_layers_to_fade
+from . import plot, toy
+from .notebook import glue_all, glue_figure, interval, md_table
 
 # ------------------------------------------------------------------ chapter 1: why hard
 SIGNAL_NAMES = {"plain": "plain (no residual)", "residual": "residual, no LN",
@@ -40,19 +41,18 @@ def signal_figure(P, profiles: dict):
     return fig
 
 
-def glue_signals(profiles: dict, depth: int) -> dict:
-    """Glue the ``wh-*`` values of the four-stack demo; returns {wiring: growth of the
-    activation RMS from the input to the last layer}."""
+def signal_values(profiles: dict, depth: int) -> dict:
+    """The four-stack demo's numbers: each wiring's growth of the activation RMS from the
+    input to the last layer, the plain stack's largest weight gradient and its growth per
+    block (of the mean square), the residual growth at twice the depth, the Post-LN spread."""
     act = {k: np.asarray(p["act_rms"]) for k, p in profiles.items()}
     growth = {k: float(v[-1] / v[0]) for k, v in act.items()}
-    glue_all({"depth": depth, "plain-act": growth["plain"],
-              "plain-grad": float(max(profiles["plain"]["grad_rms"])),
-              "plain-per-block": growth["plain"] ** (2 / depth),
-              "res-act": growth["residual"],
-              "res-act-twice": growth["residual"] ** 2,  # exercise 1: twice the depth
-              "post-spread": float(max(act["post"][1:]) / min(act["post"][1:])),
-              "pre-act": growth["pre"]}, "wh-")
-    return growth
+    return {"depth": depth, "plain-act": growth["plain"],
+            "plain-grad": float(max(profiles["plain"]["grad_rms"])),
+            "plain-per-block": growth["plain"] ** (2 / depth), "res-act": growth["residual"],
+            "res-act-twice": growth["residual"] ** 2,  # exercise 1: twice the depth
+            "post-spread": float(max(act["post"][1:]) / min(act["post"][1:])),
+            "pre-act": growth["pre"]}
 
 
 def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
@@ -65,7 +65,7 @@ def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
     a.semilogy(g[order], ".", color=plot.GREYS["reference"], label="gradient RMS")
     for opt, r, mk, label in (("sgd", sgd, "1", "SGD"), ("adam", adam, "2", "Adam")):
         a.semilogy(np.array(list(r["update_rms"].values()))[order], mk,
-                   color=OPTIMISER_COLORS[opt], label=f"{label} step")
+                   color=plot.OPTIMISERS_BESIDE_SCHEMES[opt], label=f"{label} step")
     a.set(xlabel="weight matrix (sorted by gradient size)", ylabel="RMS per entry",
           title="Post-LN: one step, per matrix")
     a.legend(fontsize=8)
@@ -80,49 +80,25 @@ def first_step_figure(P, lrs, steps: dict, sgd: dict, adam: dict):
     return fig
 
 
-def glue_first_step(steps: dict, adam: dict, lrs, change_at, lr: float, warmup: int,
-                    n_layers: int, sgd_lr: float) -> dict:
-    """Glue the ``wh-*`` values of the one-step demo. ``change_at(placement, lr)`` is the
-    output change of one Adam step; ``lr`` the profile's training rate; returns them."""
-    gs = list(adam["grad_rms"].values())
-    us = list(adam["update_rms"].values())
-    return glue_all({
-        "wh-N": n_layers, "wh-n-mats": len(gs), "wh-grad-spread": max(gs) / min(gs),
-        "wh-adam-spread": max(us) / min(us), "wh-lr": lr, "wh-warmup": warmup,
-        "wh-sgd-lr": sgd_lr, "wh-change-full": change_at("post", lr),
-        "wh-change-warm": change_at("post", lr / warmup),
-        "wh-logit-norm": steps["post"][0]["output_norm"],
-        "wh-post-over-pre": change_at("post", lr) / change_at("pre", lr),
-        "wh-small-lr": float(lrs[0]),
-        "wh-post-over-pre-small": (steps["post"][0]["output_change"]
-                                   / steps["pre"][0]["output_change"]),
-        **adam_smallest_step(adam, float(lrs[int(np.argmin(abs(np.asarray(lrs) - sgd_lr)))]))})
+def first_step_values(steps: dict, adam: dict, lrs, change_at, lr: float, warmup: int,
+                      n_layers: int, sgd_lr: float) -> dict:
+    """The one-step demo's numbers. ``change_at(placement, lr)`` is the output change of one
+    Adam step; ``lr`` the profile's training rate; ``adam-min-*``: ``tfx.theory.adam.least_moved``
+    at the rate of ``lrs`` nearest ``sgd_lr``, beside Adam's ε."""
+    gs, us = list(adam["grad_rms"].values()), list(adam["update_rms"].values())
+    low = least_moved(adam, float(lrs[int(np.argmin(abs(np.asarray(lrs) - sgd_lr)))]))
+    return {"N": n_layers, "n-mats": len(gs), "grad-spread": max(gs) / min(gs),
+            "adam-spread": max(us) / min(us), "lr": lr, "warmup": warmup, "sgd-lr": sgd_lr,
+            "change-full": change_at("post", lr), "change-warm": change_at("post", lr / warmup),
+            "logit-norm": steps["post"][0]["output_norm"],
+            "post-over-pre": change_at("post", lr) / change_at("pre", lr),
+            "small-lr": float(lrs[0]),
+            "post-over-pre-small": (steps["post"][0]["output_change"]
+                                    / steps["pre"][0]["output_change"]),
+            **{f"adam-min-{k}": v for k, v in low.items()},
+            "adam-eps": inspect.signature(toy.first_step).parameters["eps"].default}
 
 
-def adam_smallest_step(adam: dict, lr: float) -> dict:
-    """The weight matrix that Adam's first step (``toy.first_step`` at ``lr``) moves least:
-    its step's RMS over ``lr``, its gradient's RMS, its name, and Adam's ε there. On the
-    first step a coordinate moves by lr·|g|/(|g| + ε): about lr where |g| ≫ ε, less where
-    the gradient is near ε."""
-    import inspect
-
-    from . import toy
-
-    name = min(adam["update_rms"], key=adam["update_rms"].get)
-    return {"wh-adam-min-frac": adam["update_rms"][name] / lr,
-            "wh-adam-min-grad": adam["grad_rms"][name],
-            "wh-adam-min-name": name.removesuffix(".weight"),
-            "wh-adam-eps": inspect.signature(toy.first_step).parameters["eps"].default}
-
-
-def sgd_matching_lr(eta0: float, change0: float, change_adam: float) -> float:
-    """The SGD learning rate whose one-step output change equals ``change_adam``, from one
-    SGD step at ``eta0`` that changed the output by ``change0``, if both are in the regime
-    where the change grows like η²: η₀·√(c_A / c₀) (chapter 1, exercise 2)."""
-    if eta0 <= 0 or change0 <= 0 or change_adam < 0:
-        raise ValueError(f"eta0={eta0}, change0={change0} must be > 0 and "
-                         f"change_adam={change_adam} ≥ 0")
-    return eta0 * math.sqrt(change_adam / change0)
 # The map: problems (left) → mechanisms (middle) → failures (right); the fixes, in green,
 # act on a link with a dashed arrow. Words on the arrows, no claim ids.
 MAP_NODES = {
@@ -202,25 +178,19 @@ def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
                      task_name: str) -> str:
     """Glue the ``an-*`` values of chapter 2's run (``keys``: ``post``, ``pre``, ``admin`` →
     run labels); returns a table of each wiring's outcome, final held-out loss and first step
-    with a 5-step mean training loss below 1 nat. The caption (``an-headline``) is read from
-    the outcomes: another CPU can end a chaotic run otherwise."""
+    with a 5-step mean training loss below 1 nat."""
     summ, hs = sweep.summary(records), sweep.histories(records)
     v = {"N": depth, "task": task_name, "lr": lr, "steps": steps,
          "chance": records[0].history.chance_loss}
     rows = []
     for key, label in keys.items():
-        s = summ[label]
-        t1 = sweep.steps_to_loss(hs[label], 1.0)
+        s, t1 = summ[label], sweep.steps_to_loss(hs[label], 1.0)
         v |= {f"{key}-status": s["verdicts"][0], f"{key}-loss": s["losses"][0]}  # held out
-        if key != "post":
-            v[f"{key}-t1"] = f"at step {t1}" if t1 else "never within the run"
         rows.append((label, s["verdicts"][0], f"{s['losses'][0]:.3f}",
                      t1 if t1 is not None else "never"))
     post_h = hs[keys["post"]]
     post_avg = np.convolve(post_h.loss, np.ones(5) / 5, mode="valid")  # as in the figure
     near = sweep.steps_to_loss(post_h, 1.1 * post_h.chance_loss)  # within 10 % of chance
-    verdict = {k: v[f"{k}-status"] for k in ("post", "pre", "admin")}
-    stuck = verdict["post"] == "did not learn" and abs(post_avg[-1] / post_h.chance_loss - 1) <= 0.1
     glue_all(v | {
         "admin-vs-pre": "below" if v["admin-loss"] < v["pre-loss"] else "above",
         "post-near-chance": f"came within 10 % of chance at step {near}" if near
@@ -228,80 +198,29 @@ def glue_anatomy_run(records, keys: dict, depth: int, lr: float, steps: int,
         "post-min": float(np.nanmin(post_avg)),
         "post-min-frac": 100 * float(np.nanmin(post_avg)) / post_h.chance_loss,
         "post-finite": "no: every step's loss was finite" if np.isfinite(post_h.loss).all()
-                       else "yes: some steps' losses were not finite",
-        "headline": "Post-LN stalls near the chance loss while Pre-LN and Admin learn"
-                    if stuck and verdict["pre"] == verdict["admin"] == "learned" else
-                    "; ".join(f"{n} {verdict[k]}" for k, n in
-                              (("post", "Post-LN"), ("pre", "Pre-LN"), ("admin", "Admin")))},
-             "an-")
+                       else "yes: some steps' losses were not finite"}, "an-")
     return md_table(("wiring", "outcome", "held-out loss (nats/token)",
                      "first step below 1 nat"), rows)
 
 
-def v1_layers_to_fade(sigma: float = 1.2, share: float = 0.01) -> tuple:
-    """How many v1 sub-layers, each scaling the carried residual by 1/σ (γ = 1), bring the
-    embedding's share below ``share``: (ln(1/share)/ln σ, the first whole k past it,
-    encoder layers of two sub-layers that takes)."""
-    if sigma <= 1 or not 0 < share < 1:
-        raise ValueError(f"sigma={sigma} must be > 1 and share={share} in (0, 1)")
-    k = math.log(1 / share) / math.log(sigma)
-    kmin = math.floor(k) + 1
-    return k, kmin, math.ceil(kmin / 2)
-
-
-def source_of(fn) -> str:
-    """The source of a function or method without its docstring and comments: the lines a
-    reader compares with the equations (chapter 2 prints ``tfx.nn.blocks.Residual``'s)."""
-    import ast
-    import inspect
-    import io
-    import textwrap
-    import tokenize
-
-    src = textwrap.dedent(inspect.getsource(fn))
-    cuts = {t.start[0]: t.start[1] for t in tokenize.generate_tokens(io.StringIO(src).readline)
-            if t.type == tokenize.COMMENT}
-    src = "\n".join(line[:cuts[i]].rstrip() if i in cuts else line
-                    for i, line in enumerate(src.splitlines(), 1)) + "\n"
-    node = ast.parse(src).body[0]
-    first = node.body[0] if node.body else None
-    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
-        return src.rstrip("\n")
-    lines = src.splitlines()
-    return "\n".join(lines[:first.lineno - 1] + lines[first.end_lineno:])
-
-
-def count_layer_norms(model) -> int:
-    """The ``torch.nn.LayerNorm`` modules of a model."""
-    import torch
-
-    return sum(isinstance(m, torch.nn.LayerNorm) for m in model.modules())
-
-
-def glue_anatomy_exercises(warm_records, records, keys: dict, depth: int) -> dict:
-    """Glue chapter 2's exercise answers: the Post-LN run with warmup (ex. 1), the v1 fade
-    (ex. 2), and the sub-layers and LayerNorms of an N+N model (ex. 3); returns them."""
-    from ..nn.model import build_model
-
+def anatomy_exercises(warm_records, records, keys: dict) -> dict:
+    """Chapter 2's exercise answers: the Post-LN run with warmup (ex. 1), the v1 fade
+    (ex. 2), and the sub-layers and ``torch.nn.LayerNorm`` modules of an N+N model (ex. 3)."""
     (warm,) = sweep.summary(warm_records).values()
     k, kmin, layers = v1_layers_to_fade()
     cfg = {r.label: r.config for r in records}[keys["post"]]
-    pre_cfg = cfg.replace(placement="pre", enc_placement="pre", dec_placement="pre")
-    post, pre = build_model(cfg), build_model(pre_cfg)
-    return glue_all({"an-ex1-status": warm["verdicts"][0], "an-ex1-loss": warm["losses"][0],
-                     "an-ex2-k": k, "an-ex2-kmin": kmin, "an-ex2-layers": layers,
-                     "an-ex3-subs": len(list(post.residuals())),
-                     "an-ex3-post-norms": count_layer_norms(post),
-                     "an-ex3-pre-norms": count_layer_norms(pre)})
+    post = build_model(cfg)
+    pre = build_model(cfg.replace(placement="pre", enc_placement="pre", dec_placement="pre"))
+    norms = lambda m: sum(isinstance(x, torch.nn.LayerNorm) for x in m.modules())  # noqa: E731
+    return {"ex1-status": warm["verdicts"][0], "ex1-loss": warm["losses"][0], "ex2-k": k,
+            "ex2-kmin": kmin, "ex2-layers": layers, "ex3-subs": len(list(post.residuals())),
+            "ex3-post-norms": norms(post), "ex3-pre-norms": norms(pre)}
 
 
 # ------------------------------------------------------------ chapter 3: LN Jacobian
 def ln_jacobian_figure(P, widths, input_norms, measured: dict, predicted: dict):
     """Autograd's spectral norm (dots) against the formula (lines), ε = 0 (left) and
     ε = 1e-5 (right); ``measured`` and ``predicted`` are keyed by (d, ε)."""
-    import matplotlib.pyplot as plt
-
     fig, (a, b) = plot.figure(P, ncols=2)
     for k, d in enumerate(widths):
         shade = plt.cm.viridis(k / max(1, len(widths) - 1) * 0.8)
@@ -334,40 +253,6 @@ def pre_ln_jacobian_figure(P, jac, stream_norms, d: int):
     return fig
 
 
-def post_ln_sum_norms(model, batch) -> dict:
-    """The squared centred norm ‖z − μ1‖²/d of every residual sum z = x_{i-1} + f_i that a
-    Post-LN model's LayerNorms read, averaged over the tokens of ``batch`` (one forward pass,
-    eval mode): ``{kind: array over the sub-layers of that kind, bottom first}``, kinds
-    'self-attn', 'cross-attn' and 'ffn', the encoder's before the decoder's."""
-    import torch
-
-    from ..nn import hooks
-
-    out = {}
-    with hooks.record_branches(model) as rec, hooks.mode(model), torch.no_grad():
-        hooks.loss_on(model, batch)
-    for recs in rec.values():
-        for r in recs:
-            z = r["x"] + r["f"]
-            c = z - z.mean(-1, keepdim=True)
-            out.setdefault(hooks.sublayer_kind(r["name"]), []).append(
-                float(c.pow(2).sum(-1).mean()) / z.shape[-1])
-    return {k: np.array(v) for k, v in out.items()}
-
-
-def glue_post_ln_sums(sums: dict, depth: int) -> dict:
-    """Glue chapter 3's ``ln_post_*``: the mean of :func:`post_ln_sum_norms` per kind of
-    LayerNorm, the smallest and largest sub-layer (``ln_post_lo``, ``ln_post_hi``), the
-    gains √d/‖z − μ‖ they give (``ln_post_gain_lo`` from the largest input,
-    ``ln_post_gain_hi`` from the smallest) and the depth per stack; returns them."""
-    every = np.concatenate(list(sums.values()))
-    lo, hi = float(every.min()), float(every.max())
-    return glue_all({"depth": depth, "ffn": float(sums["ffn"].mean()),
-                     "self": float(sums["self-attn"].mean()),
-                     "cross": float(sums["cross-attn"].mean()), "lo": lo, "hi": hi,
-                     "gain_lo": 1 / math.sqrt(hi), "gain_hi": 1 / math.sqrt(lo)}, "ln_post_")
-
-
 def monte_carlo_table(rows) -> str:
     """LN-2's Monte Carlo rows (d, σ, estimate, σ²d/2) as a Markdown table."""
     return md_table(("$d$", "$\\sigma$", "Monte Carlo $\\mathbb E\\|\\mathrm{ReLU}(X)\\|^2$",
@@ -375,45 +260,7 @@ def monte_carlo_table(rows) -> str:
                     [(d, f"{s:g}", f"{mc:.3f}", f"{pred:.3f}") for d, s, mc, pred in rows])
 
 
-def ln_exercises(d: int = 64, radius: float = 8.0, shift: float = 100.0,
-                 seed: int = 0) -> dict:
-    """Chapter 3's exercises, computed: the Jacobian norm of LayerNorm at a centred input of
-    norm ``radius`` and at the same input shifted by ``shift`` (ex. 1); RMSNorm's measured
-    norm against √d/‖x‖ at the shifted input (ex. 2); a LayerNorm with random gains against
-    the bound max|γ|·√d/‖x−μ‖ (ex. 3). Glues the ``ln_ex*`` values; returns them."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(d, generator=g, dtype=torch.float64)
-    x = radius * (x - x.mean()) / (x - x.mean()).norm()
-    shifted = float((x + shift).norm())
-    rms = torch.nn.RMSNorm(d, eps=0.0).double()
-    ln = torch.nn.LayerNorm(d, eps=0.0).double()
-    with torch.no_grad():
-        ln.weight.copy_(1 + 0.5 * torch.randn(d, generator=g, dtype=torch.float64))
-    measured = jacobian.ln_jacobian_norm(x, ln)
-    bound = float(ln.weight.detach().abs().max()) * math.sqrt(d) / radius
-    k = int(ln.weight.detach().abs().argmax())  # the coordinate with the largest gain
-    out = {"ln_ex1_centred": jacobian.ln_jacobian_norm(x, eps=0.0),
-           "ln_ex1_shifted": jacobian.ln_jacobian_norm(x + shift, eps=0.0),
-           "ln_ex1_plain_norm": shifted, "ln_ex1_plain_bound": math.sqrt(d) / shifted,
-           "ln_ex2_rms_centred": jacobian.ln_jacobian_norm(x, rms),
-           "ln_ex2_rms_shifted": jacobian.ln_jacobian_norm(x + shift, rms),
-           "ln_ex2_rms_formula": math.sqrt(d) / shifted,
-           "ln_ex3_measured": measured, "ln_ex3_bound": bound, "ln_ex3_ratio": measured / bound,
-           "ln_ex3_factor": math.sqrt(1 - 1 / d - float(x[k] ** 2 / x.norm() ** 2))}
-    return glue_all({k: float(v) for k, v in out.items()})
-
-
 # ------------------------------------------------------ chapter 4: gradients at init
-def post_ln_sum_norm(r: float) -> float:
-    """Lemma 2 redone for Xavier d×rd and rd×d FFN weights: E‖x^{post,5}‖²/d = 1 + 2r/(1+r)²
-    (chapter 4, exercise 3)."""
-    if r <= 0:
-        raise ValueError(f"r={r} (the FFN's width over d) must be > 0")
-    return 1 + 2 * r / (1 + r) ** 2
-
-
 def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int):
     """LN-3: E‖x‖²/d of the FFN residual sum per layer, in Lemma 2's simplified setting
     (left) and in the book's model (right), with Lemma 2's predictions."""
@@ -431,8 +278,8 @@ def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int):
         ax.axhline(hidden.post_ln_hidden_norm_sq(d) / d, ls="--", lw=1,
                    color=plot.color("post"), label="1.5: Lemma 2, Post-LN")
         if setting == "real":
-            ax.axhline(post_ln_sum_norm(r), ls=":", lw=1, color=plot.color("post"),
-                       label=f"{post_ln_sum_norm(r):.2f}: d_ffn = {r:.0f}d")
+            ax.axhline(hidden.post_ln_sum_norm(r), ls=":", lw=1, color=plot.color("post"),
+                       label=f"{hidden.post_ln_sum_norm(r):.2f}: d_ffn = {r:.0f}d")
         ax.set(title=f"{setting} setting", xlabel="layer l")
         ax.legend(fontsize=7)
     a.set_ylabel(r"$\mathbb{E}\,\|x\|^2 / d$ of the FFN residual sum")
@@ -440,21 +287,13 @@ def hidden_norms_figure(P, norms: dict, inputs: dict, layers, d: int):
 
 
 def glue_hidden_norms(P, norms: dict, inputs: dict, layers, n_seeds: int, depth: int) -> dict:
-    """Glue LN-3's ``ln3_*`` values; returns the Pre-LN growth per block in both settings
-    and, per layer, whether the simplified Pre-LN mean lies inside Lemma 2's bounds."""
-    pre_simp = norms["simplified", "pre"].mean(0)
-    slope = {s: float(fit.fit_linear(layers, norms[s, "pre"].mean(0))[0])
-             for s in ("simplified", "real")}
-    inside = [lo <= v <= hi for l, v in zip(layers, pre_simp)
-              for lo, hi in [hidden.pre_ln_hidden_norm_sq_bounds(l, 1)]]
-    glue_all({"seeds": n_seeds, "depth": depth,
-              "post_simp": float(norms["simplified", "post"].mean()),
-              "post_real": float(norms["real", "post"].mean()),
-              "post_real_pred": post_ln_sum_norm(P.d_ffn / P.d_model),
-              "pre_slope_simp": slope["simplified"], "pre_slope_real": slope["real"],
-              "pre_inside": f"{sum(inside)} of {len(inside)}", "input_real": inputs["pre"]},
-             "ln3_")
-    return {"slope_simp": slope["simplified"], "slope_real": slope["real"], "inside": inside}
+    """Glue LN-3's ``ln3_*`` values (``tfx.theory.hidden.lemma2_summary``); returns the
+    summary, with ``inside`` per layer."""
+    ln3 = hidden.lemma2_summary(norms, layers, P.d_ffn / P.d_model)
+    glue_all({k: v for k, v in ln3.items() if k != "inside"} | {
+        "seeds": n_seeds, "depth": depth, "input_real": inputs["pre"],
+        "pre_inside": f"{sum(ln3['inside'])} of {len(ln3['inside'])}"}, "ln3_")
+    return ln3
 
 
 def last_grad_figure(P, depths, grad: dict, expo: dict):
@@ -478,14 +317,6 @@ def last_grad_figure(P, depths, grad: dict, expo: dict):
     return fig
 
 
-def finite_depth_exponent(depths, embed: float, growth: float) -> float:
-    """The log-log slope, over ``depths``, of the final LayerNorm's gain (e + g·N)^(−1/2): the
-    exponent Theorem 1's argument predicts for Pre-LN at these finite depths, where the
-    embedding's share e keeps it above the asymptotic −1/2."""
-    depths = list(depths)
-    return float(fit.fit_loglog(depths, [(embed + growth * n) ** -0.5 for n in depths])[0])
-
-
 def glue_ln4_revised(expo_fresh: dict, k_offset: float, seeds: range) -> bool:
     """Glue ``ln4_fresh_*``: LN-4's Pre-LN criterion as revised after the first run (the
     finite-depth exponent ``k_offset`` inside the 95 % interval), judged on the fresh
@@ -499,27 +330,13 @@ def glue_ln4_revised(expo_fresh: dict, k_offset: float, seeds: range) -> bool:
 
 def glue_last_grad(depths, grad: dict, expo: dict, d: int, seeds: int,
                    embed: float, growth: float) -> dict:
-    """Glue LN-4's ``ln4_*`` values. ``embed`` (e) and ``growth`` (g) are LN-3's embedding
-    share and Pre-LN growth per block of the real model: the final LayerNorm then reads
-    E‖x_N‖² ≈ (e + g·N)·d. Returns, per placement, whether the theory's exponent lies inside
-    its 95 % interval."""
-    depths = list(depths)
+    """Glue LN-4's ``ln4_*`` values (``tfx.theory.gradients.last_layer_summary`` of the
+    per-depth mean of ``grad``'s last layer); returns, per placement, whether the theory's
+    exponent lies inside its 95 % interval."""
     last = {pl: np.array([g[:, -1].mean() for g in grad[pl]]) for pl in grad}
-    paper = [i for i, n in enumerate(depths) if 6 <= n <= 14] or list(range(len(depths)))
-    k_offset = finite_depth_exponent(depths, embed, growth)
-    halves = {pl: bool(expo[pl]["low"] <= gradients.expected_exponent(pl) <= expo[pl]["high"])
-              for pl in expo}
-    v = {"post_paper_range": float(last["post"][paper].mean()),
-         "post_min": float(last["post"].min()), "post_max": float(last["post"].max()),
-         "pre_first": float(last["pre"][0]), "pre_last": float(last["pre"][-1]),
-         "depths": ", ".join(map(str, depths)), "seeds": seeds, "d": d,
-         "ex_pred": float(np.sqrt((embed + 6 * growth) / (embed + 24 * growth))),
-         "ex_fit": float(4 ** expo["pre"]["exponent"]), "k_offset": k_offset,
-         "offset_share": 100 * (k_offset + 0.5) / (expo["pre"]["exponent"] + 0.5)}
-    for pl, ok in halves.items():
-        v |= interval(f"k_{pl}", expo[pl]) | {f"{pl}_verdict": "inside" if ok else "outside"}
-    glue_all(v, "ln4_")
-    return halves
+    v = gradients.last_layer_summary(depths, last, expo, embed, growth)
+    glue_all(v | {"depths": ", ".join(map(str, depths)), "seeds": seeds, "d": d}, "ln4_")
+    return {pl: v[f"{pl}_verdict"] == "inside" for pl in expo}
 
 
 def profiles_figure(P, prof: dict, stats: dict):
@@ -544,90 +361,24 @@ def glue_profiles(stats: dict, shape_iv: dict, shape: dict, depth: int) -> str:
     for pl in ("post", "pre"):
         s, iv = stats[pl], shape_iv[pl]
         v |= {f"{pl}_spearman": s["spearman"], f"{pl}_ratio": s["last_over_first"],
-              **interval(f"{pl}_slope", iv)}
+              f"shape_{pl}": shape[pl], **interval(f"{pl}_slope", iv)}
         rows.append((f"{pl.capitalize()}-LN", shape[pl], f"{s['spearman']:+.2f}",
                      f"{s['last_over_first']:.2f}",
                      f"{iv['exponent']:+.2f} ({iv['low']:+.2f} to {iv['high']:+.2f})"))
-    v["verdict_post"] = ("rises toward the output, as in the paper" if shape["post"] == "rises"
-                         else f"{shape['post']}, unlike the paper's rising profile")
-    v["verdict_pre"] = ("is about flat, as in the paper" if shape["pre"] == "about flat" else
-                        "falls toward the output, unlike the paper's flat profile"
-                        if shape["pre"] == "falls" else f"is {shape['pre']}, not clearly flat")
     glue_all(v, "ln5_")
     return md_table(("placement", "shape", "Spearman ρ", "top / bottom",
                      "log-log slope (95 % interval)"), rows)
-def ffn_weight_grad_parts(model, batch, stack: str = "encoder") -> dict:
-    """LN-5 taken apart: one backward pass (eval mode) of a Post-LN model; per layer of
-    ``stack``, bottom first, ``w2`` = ‖∂L/∂W^{2,l}‖_F with ∂L/∂W^{2,l} = Σ_t Δz_t h_tᵀ, its
-    factors ``dz`` = ‖ΔZ‖ (the gradient at the residual sum the layer's last LayerNorm
-    reads) and ``h`` = ‖H‖ (the FFN's hidden activations), ``align`` = w2 / (dz · h) in
-    [0, 1], and ``stream`` (``gradients.sublayer_grad_norms``'s 'norm' for ``stack``)."""
-    from ..nn import hooks
-
-    layers = model.stacks()[stack].layers
-    zs, hs = [], []
-
-    def keep_z(module, args, kwargs):
-        args[0].retain_grad()
-        zs.append(args[0])
-
-    def keep_h(module, args, kwargs):
-        hs.append(args[0].detach())
-
-    attach = [(layer.ffn.norm, keep_z) for layer in layers]
-    attach += [(layer.ffn.f.fc2, keep_h) for layer in layers]
-    with hooks.attached(attach, "forward_pre"), hooks.mode(model):
-        model.zero_grad(set_to_none=True)
-        hooks.loss_on(model, batch)["loss"].backward()
-    w2 = np.array([float(layer.ffn.f.fc2.weight.grad.norm()) for layer in layers])
-    dz = np.array([float(z.grad.norm()) for z in zs])
-    h = np.array([float(x.norm()) for x in hs])
-    model.zero_grad(set_to_none=True)
-    stream = gradients.sublayer_grad_norms(model, batch)[stack]["norm"]
-    return {"w2": w2, "dz": dz, "h": h, "align": w2 / (dz * h), "stream": stream}
-
-
-def glue_encoder_under_decoder(task, depth: int, seeds: int, batch_size: int,
-                               **model_kw) -> dict:
-    """LN-5's Post-LN encoder under a decoder of as many layers: :func:`ffn_weight_grad_parts`
-    of the encoder, for seed s a model of seed s on ``task.batch(s, batch_size)`` (as
-    ``gradients.ffn_grad_profiles``). Glues ``ln5_ud_*``, each a mean over seeds of one
-    seed's ratio: ``stream`` (bottom/top sub-layer gradient), ``w2`` (top/bottom layer's W²
-    gradient) with ``w2_rises`` (in how many seeds it is > 1), ``dz`` and ``h`` (top/bottom),
-    ``align_bottom`` and ``align_top``; returns them."""
-    from ..nn.model import build_model
-
-    parts = []
-    for s in range(seeds):
-        m = build_model(n_enc=depth, n_dec=depth, placement="post", seed=s,
-                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **model_kw)
-        parts.append(ffn_weight_grad_parts(m, task.batch(s, batch_size)))
-    top = {k: np.array([p[k][-1] / p[k][0] for p in parts]) for k in ("w2", "dz", "h")}
-    return glue_all({
-        "depth": depth, "seeds": seeds, **{k: float(r.mean()) for k, r in top.items()},
-        "stream": float(np.mean([p["stream"][0] / p["stream"][-1] for p in parts])),
-        "w2_rises": int((top["w2"] > 1).sum()),
-        "align_bottom": float(np.mean([p["align"][0] for p in parts])),
-        "align_top": float(np.mean([p["align"][-1] for p in parts]))}, "ln5_ud_")
 
 
 def gradient_exercises(P, task, seeds: int = 3) -> dict:
     """Chapter 4's exercises, measured. Ex. 2: the Pre-LN exponent of LN-4 without the √d
-    embedding scale (``embed_scale=False``), over ``P.depths`` and ``seeds`` seeds. Ex. 3:
-    E‖x^{post,5}‖²/d of Post-LN models with FFN width r·d, r = 1, 2, 8, on the reverse task,
-    beside :func:`post_ln_sum_norm`. Glues ``ln4_ex2_*`` and ``ln3_ex3_*``; returns them."""
-    from ..nn.model import build_model
-
+    embedding scale, over ``P.depths`` and ``seeds`` seeds. Ex. 3: E‖x^{post,5}‖²/d of
+    Post-LN models with FFN width r·d beside Lemma 2's. Keys ``ln4_ex2_*``, ``ln3_ex3_*``."""
     kw = P.model_kwargs()
-    grads = np.array([gradients.ffn_grad_profiles(task, "pre", n, seeds=seeds,
-                                                  batch_size=P.batch_size, embed_scale=False,
-                                                  **kw)[:, -1] for n in P.depths])
-    out = interval("ln4_ex2", fit.exponent_interval(P.depths, grads), ("_k", "_lo", "_hi"))
+    last = gradients.last_ffn_grads(task, "pre", P.depths, seeds, batch_size=P.batch_size,
+                                    embed_scale=False, **kw)
+    out = interval("ln4_ex2", fit.exponent_interval(P.depths, last), ("_k", "_lo", "_hi"))
     out["ln4_ex2_seeds"] = seeds
-    for r in (1, 2, 8):
-        m = build_model(n_enc=P.deep, n_dec=0, placement="post", src_vocab=task.src_vocab,
-                        tgt_vocab=task.tgt_vocab, seed=0, **{**kw, "d_ffn": r * P.d_model})
-        h = hidden.hidden_norms(m, task.batch(0, P.batch_size))
-        out[f"ln3_ex3_r{r}"] = float(h["ffn_sum"].mean() / P.d_model)
-        out[f"ln3_ex3_r{r}_pred"] = post_ln_sum_norm(r)
-    return glue_all(out)
+    for r, v in hidden.post_ln_width_norms(task, (1, 2, 8), P.deep, P.batch_size, **kw).items():
+        out |= {f"ln3_ex3_r{r}": v, f"ln3_ex3_r{r}_pred": hidden.post_ln_sum_norm(r)}
+    return out

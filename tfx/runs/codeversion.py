@@ -155,3 +155,13 @@ def code_hash(package=None) -> str:
 def code_version() -> str:
     """``code_hash()`` of this copy of tfx: what a rerun compares to skip recorded runs."""
     return code_hash()
+
+
+def source_of(fn) -> str:
+    """The :func:`code_text` of a function or method: its source without docstring, comments
+    and blank lines, what a reader compares with the equations (chapter 2 prints
+    ``tfx.nn.blocks.Residual``'s)."""
+    import inspect
+    import textwrap
+
+    return code_text(textwrap.dedent(inspect.getsource(fn))).rstrip("\n")

@@ -226,3 +226,14 @@ def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=sour
     return FirstSteps(rec_steps, np.array(rec_lr), np.asarray(bins), np.array(gh), np.array(uh),
                       np.array(gmed), np.array(umed), losses,
                       np.array(pgh) if wide else None, np.array(puh) if wide else None)
+
+
+def least_moved(first_step: dict, lr: float) -> dict:
+    """The weight matrix that one first Adam step at ``lr`` moved least (``first_step``:
+    {"update_rms": {name: RMS of its change}, "grad_rms": {name: RMS of its gradient}}): its
+    ``name`` (without ``.weight``), its step's RMS over ``lr`` (``frac``) and its gradient's
+    RMS (``grad``). On the first step a coordinate moves by lr·|g|/(|g| + ε)
+    (:func:`first_adam_step`): about lr where |g| ≫ ε, less where the gradient is near ε."""
+    name = min(first_step["update_rms"], key=first_step["update_rms"].get)
+    return {"frac": first_step["update_rms"][name] / lr, "grad": first_step["grad_rms"][name],
+            "name": name.removesuffix(".weight")}

@@ -415,3 +415,14 @@ def v1_scale_summary(scales: dict) -> dict:
             out[f"n_sub_{stack}"] = len(s)
     carried = {i: scales[i]["encoder"]["carried"][-1] for i in ("lipschitz", "xavier")}
     return out | {"carried_ratio": float(carried["lipschitz"] / carried["xavier"])}
+
+
+def v1_layers_to_fade(sigma: float = 1.2, share: float = 0.01) -> tuple:
+    """How many v1 sub-layers, each scaling the carried residual by 1/σ (γ = 1), bring the
+    embedding's share below ``share``: (ln(1/share)/ln σ, the first whole k past it,
+    encoder layers of two sub-layers that takes)."""
+    if sigma <= 1 or not 0 < share < 1:
+        raise ValueError(f"sigma={sigma} must be > 1 and share={share} in (0, 1)")
+    k = math.log(1 / share) / math.log(sigma)
+    kmin = math.floor(k) + 1
+    return k, kmin, math.ceil(kmin / 2)

@@ -11,6 +11,7 @@ reparameterisation does not change the function).
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import torch
@@ -320,3 +321,13 @@ def admin_change_reading(N, sweeps: dict) -> dict:
                           ("free_over_pre", "admin-profiling-free", "pre")):
             v[f"{key}_{kind}"] = float(y[a][-1] / y[b][-1])
     return v
+
+
+def sgd_matching_lr(eta0: float, change0: float, change_adam: float) -> float:
+    """The SGD learning rate whose one-step output change equals ``change_adam``, from one
+    SGD step at ``eta0`` that changed the output by ``change0``, if both are in the regime
+    where the change grows like η²: η₀·√(c_A / c₀)."""
+    if eta0 <= 0 or change0 <= 0 or change_adam < 0:
+        raise ValueError(f"eta0={eta0}, change0={change0} must be > 0 and "
+                         f"change_adam={change_adam} ≥ 0")
+    return eta0 * math.sqrt(change_adam / change0)

@@ -428,3 +428,96 @@ def smallest_gradients(balance: dict, k: int = 3) -> list:
     """The names of the ``k`` weight matrices with the smallest gradient RMS in an
     :func:`update_balance`."""
     return [balance["names"][i] for i in np.argsort(np.asarray(balance["grad"]))[:k]]
+
+
+def last_ffn_grads(task, placement: str, depths, seeds: int = 1, first_seed: int = 0,
+                   **kw) -> np.ndarray:
+    """The last FFN weight's gradient norm at each of ``depths``: :func:`ffn_grad_profiles`'s
+    last column, an array (depths, seeds)."""
+    return np.array([ffn_grad_profiles(task, placement, n, seeds=seeds, first_seed=first_seed,
+                                       **kw)[:, -1] for n in depths])
+
+
+def finite_depth_exponent(depths, embed: float, growth: float) -> float:
+    """The log-log slope, over ``depths``, of the final LayerNorm's gain (e + g·N)^(−1/2): the
+    exponent Theorem 1's argument predicts for Pre-LN at these finite depths, where the
+    embedding's share e keeps it above the asymptotic −1/2."""
+    from .fit import fit_loglog
+
+    depths = list(depths)
+    return float(fit_loglog(depths, [(embed + growth * n) ** -0.5 for n in depths])[0])
+
+
+def ffn_weight_grad_parts(model, batch, stack: str = "encoder") -> dict:
+    """LN-5 taken apart: one backward pass (eval mode) of a Post-LN model; per layer of
+    ``stack``, bottom first, ``w2`` = ‖∂L/∂W^{2,l}‖_F with ∂L/∂W^{2,l} = Σ_t Δz_t h_tᵀ, its
+    factors ``dz`` = ‖ΔZ‖ (the gradient at the residual sum the layer's last LayerNorm
+    reads) and ``h`` = ‖H‖ (the FFN's hidden activations), ``align`` = w2 / (dz · h) in
+    [0, 1], and ``stream`` (:func:`sublayer_grad_norms`'s 'norm' for ``stack``)."""
+    layers = model.stacks()[stack].layers
+    zs, hs = [], []
+
+    def keep_z(module, args, kwargs):
+        args[0].retain_grad()
+        zs.append(args[0])
+
+    def keep_h(module, args, kwargs):
+        hs.append(args[0].detach())
+
+    attach = [(layer.ffn.norm, keep_z) for layer in layers]
+    attach += [(layer.ffn.f.fc2, keep_h) for layer in layers]
+    with attached(attach, "forward_pre"), mode(model):
+        model.zero_grad(set_to_none=True)
+        loss_on(model, batch)["loss"].backward()
+    w2 = np.array([float(layer.ffn.f.fc2.weight.grad.norm()) for layer in layers])
+    dz = np.array([float(z.grad.norm()) for z in zs])
+    h = np.array([float(x.norm()) for x in hs])
+    model.zero_grad(set_to_none=True)
+    stream = sublayer_grad_norms(model, batch)[stack]["norm"]
+    return {"w2": w2, "dz": dz, "h": h, "align": w2 / (dz * h), "stream": stream}
+
+
+def encoder_under_decoder(task, depth: int, seeds: int, batch_size: int, **model_kw) -> dict:
+    """LN-5's Post-LN encoder under a decoder of as many layers: :func:`ffn_weight_grad_parts`
+    of the encoder, for seed s a model of seed s on ``task.batch(s, batch_size)`` (as
+    :func:`ffn_grad_profiles`). Each a mean over seeds of one seed's ratio: ``stream``
+    (bottom/top sub-layer gradient), ``w2`` (top/bottom layer's W² gradient) with ``w2_rises``
+    (in how many seeds it is > 1), ``dz`` and ``h`` (top/bottom), ``align_bottom`` and
+    ``align_top``; with ``depth`` and ``seeds``."""
+    from ..nn.model import build_model
+
+    parts = []
+    for s in range(seeds):
+        m = build_model(n_enc=depth, n_dec=depth, placement="post", seed=s,
+                        src_vocab=task.src_vocab, tgt_vocab=task.tgt_vocab, **model_kw)
+        parts.append(ffn_weight_grad_parts(m, task.batch(s, batch_size)))
+    top = {k: np.array([p[k][-1] / p[k][0] for p in parts]) for k in ("w2", "dz", "h")}
+    return {"depth": depth, "seeds": seeds, **{k: float(r.mean()) for k, r in top.items()},
+            "stream": float(np.mean([p["stream"][0] / p["stream"][-1] for p in parts])),
+            "w2_rises": int((top["w2"] > 1).sum()),
+            "align_bottom": float(np.mean([p["align"][0] for p in parts])),
+            "align_top": float(np.mean([p["align"][-1] for p in parts]))}
+
+
+def last_layer_summary(depths, last: dict, expo: dict, embed: float, growth: float) -> dict:
+    """LN-4 read off: ``last`` is {placement: the last FFN weight's mean gradient norm per
+    depth}, ``expo`` its per-seed exponent interval (``fit.exponent_interval``). ``embed`` (e)
+    and ``growth`` (g) are the real model's embedding share and Pre-LN growth per block, so
+    the final LayerNorm reads E‖x_N‖² ≈ (e + g·N)·d: ``k_offset`` is
+    :func:`finite_depth_exponent`, ``ex_pred`` the gain ratio √((e + 6g)/(e + 24g)) against the
+    fitted ``ex_fit`` = 4^k. ``<placement>_verdict``: is Theorem 1's exponent 'inside' its
+    interval or 'outside'?"""
+    depths = list(depths)
+    paper = [i for i, n in enumerate(depths) if 6 <= n <= 14] or list(range(len(depths)))
+    k_offset = finite_depth_exponent(depths, embed, growth)
+    out = {"post_paper_range": float(last["post"][paper].mean()),
+           "post_min": float(last["post"].min()), "post_max": float(last["post"].max()),
+           "pre_first": float(last["pre"][0]), "pre_last": float(last["pre"][-1]),
+           "ex_pred": float(np.sqrt((embed + 6 * growth) / (embed + 24 * growth))),
+           "ex_fit": float(4 ** expo["pre"]["exponent"]), "k_offset": k_offset,
+           "offset_share": 100 * (k_offset + 0.5) / (expo["pre"]["exponent"] + 0.5)}
+    for pl, e in expo.items():
+        out |= {f"k_{pl}": e["exponent"], f"k_{pl}_lo": e["low"], f"k_{pl}_hi": e["high"],
+                f"{pl}_verdict": "inside" if e["low"] <= expected_exponent(pl) <= e["high"]
+                else "outside"}
+    return out

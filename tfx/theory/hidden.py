@@ -218,3 +218,77 @@ def xiong_simplified(model, seed: int | None = 0):
                         lin.bias.zero_()
     return model
 
+
+
+def post_ln_sum_norm(r: float) -> float:
+    """Lemma 2 redone for Xavier d×rd and rd×d FFN weights: E‖x^{post,5}‖²/d = 1 + 2r/(1+r)²."""
+    if r <= 0:
+        raise ValueError(f"r={r} (the FFN's width over d) must be > 0")
+    return 1 + 2 * r / (1 + r) ** 2
+
+
+def within_pre_ln_bounds(layers, means) -> list:
+    """Per layer, whether a Pre-LN mean E‖x‖²/d (input norm d) lies inside Lemma 2's bounds."""
+    return [lo <= v <= hi for l, v in zip(layers, means)
+            for lo, hi in [pre_ln_hidden_norm_sq_bounds(l, 1)]]
+
+
+def post_ln_sum_norms(model, batch) -> dict:
+    """The squared centred norm ‖z − μ1‖²/d of every residual sum z = x_{i-1} + f_i that a
+    Post-LN model's LayerNorms read, averaged over the tokens of ``batch`` (one forward pass,
+    eval mode): ``{kind: array over the sub-layers of that kind, bottom first}``, kinds
+    'self-attn', 'cross-attn' and 'ffn', the encoder's before the decoder's."""
+    from ..nn.hooks import sublayer_kind
+
+    out = {}
+    with record_branches(model) as rec, mode(model), torch.no_grad():
+        loss_on(model, batch)
+    for recs in rec.values():
+        for r in recs:
+            z = r["x"] + r["f"]
+            c = z - z.mean(-1, keepdim=True)
+            out.setdefault(sublayer_kind(r["name"]), []).append(
+                float(c.pow(2).sum(-1).mean()) / z.shape[-1])
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def post_ln_sum_gains(sums: dict) -> dict:
+    """:func:`post_ln_sum_norms` summed up: the mean per kind (``ffn``, ``self``, ``cross``),
+    the smallest and largest sub-layer (``lo``, ``hi``) and the LayerNorm gains √d/‖z − μ‖
+    they give (``gain_lo`` from the largest input, ``gain_hi`` from the smallest)."""
+    import math
+
+    every = np.concatenate(list(sums.values()))
+    lo, hi = float(every.min()), float(every.max())
+    return {"ffn": float(sums["ffn"].mean()), "self": float(sums["self-attn"].mean()),
+            "cross": float(sums["cross-attn"].mean()), "lo": lo, "hi": hi,
+            "gain_lo": 1 / math.sqrt(hi), "gain_hi": 1 / math.sqrt(lo)}
+
+
+def lemma2_summary(norms: dict, layers, r: float) -> dict:
+    """LN-3 read off ``norms`` ({(setting, placement): (seeds, layers) array of E‖x‖²/d},
+    settings 'simplified' and 'real'): the Post-LN means against :func:`post_ln_sum_norm` at
+    FFN width ``r``·d, the Pre-LN growth per block (a straight-line fit) in both settings, and
+    per layer whether the simplified Pre-LN mean is inside Lemma 2's bounds (``inside``)."""
+    from .fit import fit_linear
+
+    slope = {s: float(fit_linear(layers, norms[s, "pre"].mean(0))[0])
+             for s in ("simplified", "real")}
+    return {"post_simp": float(norms["simplified", "post"].mean()),
+            "post_real": float(norms["real", "post"].mean()),
+            "post_real_pred": post_ln_sum_norm(r), "pre_slope_simp": slope["simplified"],
+            "pre_slope_real": slope["real"],
+            "inside": within_pre_ln_bounds(layers, norms["simplified", "pre"].mean(0))}
+
+
+def post_ln_width_norms(task, widths, depth: int, batch_size: int, **model_kw) -> dict:
+    """E‖x^{post,5}‖²/d of a Post-LN encoder (seed 0) with FFN width r·d, per r in ``widths``,
+    measured on ``task.batch(0, batch_size)`` (:func:`hidden_norms`); ``model_kw`` holds d_model."""
+    from ..nn.model import build_model
+
+    d, out = model_kw["d_model"], {}
+    for r in widths:
+        m = build_model(n_enc=depth, n_dec=0, placement="post", src_vocab=task.src_vocab,
+                        tgt_vocab=task.tgt_vocab, seed=0, **{**model_kw, "d_ffn": r * d})
+        out[r] = float(hidden_norms(m, task.batch(0, batch_size))["ffn_sum"].mean() / d)
+    return out

@@ -360,3 +360,31 @@ def derive_dyt_jacobian(d: int = 3) -> NormJacobianDerivation:
     closed = sp.diag(*[g * a * (1 - sp.tanh(a * v) ** 2) for g, v in zip(gs, xs)])
     diff = (jac - closed).applyfunc(lambda e: sp.simplify(e.rewrite(sp.exp)))
     return NormJacobianDerivation(x, dyt, jac, closed, diff, bool(diff.is_zero_matrix))
+
+
+def shift_and_gain_norms(d: int = 64, radius: float = 8.0, shift: float = 100.0,
+                         seed: int = 0) -> dict:
+    """The Jacobian norm of LayerNorm at a centred input of norm ``radius`` and at the same
+    input shifted by ``shift`` (``ex1_*``, with the shifted input's plain norm and √d over
+    it); RMSNorm's there against √d/‖x‖ (``ex2_*``); a LayerNorm with random gains against the
+    bound max|γ|·√d/‖x−μ‖ (``ex3_*``, with the factor √(1 − 1/d − x_k²/‖x‖²) at its largest gain)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(d, generator=g, dtype=torch.float64)
+    x = radius * (x - x.mean()) / (x - x.mean()).norm()
+    shifted = float((x + shift).norm())
+    rms = torch.nn.RMSNorm(d, eps=0.0).double()
+    ln = torch.nn.LayerNorm(d, eps=0.0).double()
+    with torch.no_grad():
+        ln.weight.copy_(1 + 0.5 * torch.randn(d, generator=g, dtype=torch.float64))
+    measured = ln_jacobian_norm(x, ln)
+    bound = float(ln.weight.detach().abs().max()) * math.sqrt(d) / radius
+    k = int(ln.weight.detach().abs().argmax())  # the coordinate with the largest gain
+    out = {"ex1_centred": ln_jacobian_norm(x, eps=0.0),
+           "ex1_shifted": ln_jacobian_norm(x + shift, eps=0.0),
+           "ex1_plain_norm": shifted, "ex1_plain_bound": math.sqrt(d) / shifted,
+           "ex2_rms_centred": ln_jacobian_norm(x, rms),
+           "ex2_rms_shifted": ln_jacobian_norm(x + shift, rms),
+           "ex2_rms_formula": math.sqrt(d) / shifted,
+           "ex3_measured": measured, "ex3_bound": bound, "ex3_ratio": measured / bound,
+           "ex3_factor": math.sqrt(1 - 1 / d - float(x[k] ** 2 / x.norm() ** 2))}
+    return {k: float(v) for k, v in out.items()}
