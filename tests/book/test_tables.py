@@ -102,3 +102,13 @@ def test_rate_name_writes_a_rate_as_the_experiment_files_do():
 
     assert [rate_name(x) for x in (3e-3, 1e-1, 1e-4, 3e-5, 1.0, 10.0)] == [
         "3e-3", "1e-1", "1e-4", "3e-5", "1e+0", "1e+1"]
+
+
+def test_label_table_has_a_row_per_label_or_is_none():
+    assert tables.label_table([]) is None
+    run = lambda label, status, losses, bleu: SimpleNamespace(  # noqa: E731
+        label=label, status=status, history=SimpleNamespace(eval_loss=losses), bleu=bleu)
+    table = tables.label_table([run("a", "learned", [2.0, 1.5], 30.04), run("b", "diverged", [], None),
+                                run("a", "did not learn", [3.0], None)])
+    assert "| a | learned, did not learn | 1.500, 3.000 | 30.0 |" in table
+    assert "| b | diverged | nan | — |" in table

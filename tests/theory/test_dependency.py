@@ -170,7 +170,7 @@ def test_profiling_modes_and_effect():
     train = {s: v * np.array([1.0, 1.5, 1.4]) for s, v in om.items()}
     v = dependency.profiling_modes({"train": train, "eval": om}, om, 0.3)
     assert v["same"] and v["ratio_max_encoder"] == pytest.approx(1.5)
-    assert v["ratio_argmax_encoder"] == 2 and v["ratio_top_decoder"] == pytest.approx(1.4)
+    assert v["ratio_argmax_encoder"] == 2 and v["top_train_decoder"] == pytest.approx(3.08)
     assert v["single"] == pytest.approx(0.7 ** -0.5)
     b2 = {"train": np.array([0.5, 0.1, 0.1]), "eval": np.array([0.5, 0.2, 0.2])}
     oc = {k: {"train": np.array([1.0, 2.0]), "eval": np.array([2.0, 4.0])} for k in ("random", "adam")}

@@ -1,5 +1,4 @@
-"""The bookkeeping of chapters 5–7 (gradient vanishing is not the culprit, the amplification
-effect, Admin): figures, Markdown tables and the verdict words glued beside the numbers that
+"""Chapters 5–7's figures, tables and verdict words, beside the numbers that
 :mod:`tfx.theory.gradients`, :mod:`~tfx.theory.dependency` and :mod:`~tfx.theory.change` compute.
 Glue names are the ones ``tfx/book/claims.py`` and the chapters' prose read; do not rename them.
 """
@@ -60,10 +59,11 @@ def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
 
 def glue_encoder_alone(meas: dict) -> tuple[dict, str]:
     """:func:`~tfx.theory.gradients.encoder_summary` of each setting in ``meas`` ({"alone": runs,
-    "with a decoder": runs}), glued as ``nv_alone_*`` and ``nv_encdec_*``; returns (summaries, table)."""
+    "with a decoder": runs}), the prose's part glued; returns (summaries, table)."""
     out = {k: gradients.encoder_summary(runs) for k, runs in meas.items()}
-    glue_all(out["alone"], "nv_alone_")
-    glue_all(out["with a decoder"], "nv_encdec_")
+    read = ("bottom", "attn_v", "attn_g", "common")
+    glue_all({k: out["alone"][k] for k in (*read, "pred", "meas")}, "nv_alone_")
+    glue_all({k: out["with a decoder"][k] for k in read}, "nv_encdec_")
     glue("nv_alone_seeds", len(meas["alone"]))
     rows = [[f"encoder {k}", f"{s['bottom']:.2f} ({s['bottom_lo']:.2f}–{s['bottom_hi']:.2f})",
              f"{s['pred']:.2f} / {s['meas']:.2f}", f"{s['attn_v']:.2f} / {s['attn_g']:.2f}",
@@ -99,19 +99,21 @@ def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
 def glue_gv3(sizes: dict, early: dict, window) -> tuple[dict, str]:
     """GV-3's spreads (decades, ``fit.log_spread``) of gradients and updates per optimiser,
     between the checkpoints of ``window`` and over the first step (``early``), and the verdict
-    words of :func:`~tfx.theory.gradients.equalises`; glues ``nv_spread_*``, ``nv_gv3_*``;
-    returns ({(optimiser, "grad"|"update"): spread}, table)."""
-    v, rows = {}, []
+    words of :func:`~tfx.theory.gradients.equalises`, glued as ``nv_*``; returns
+    ({(optimiser, "grad"|"update"): spread}, table)."""
+    v, rows, spread = {}, [], {}
     for opt, s in sizes.items():
         sp = {k: fit.log_spread(s[k]) for k in ("grad", "update", "coord_grad", "coord_update")}
         sp["update_first"] = fit.log_spread(early[opt]["update"])
         eq = "equalises" if gradients.equalises(s) else "does not equalise"
-        v |= {f"spread_{opt}_{k}": x for k, x in sp.items()} | {f"gv3_equalises_{opt}": md(eq)}
+        spread |= {(opt, k): sp[k] for k in ("grad", "update")}
+        v[f"gv3_equalises_{opt}"] = md(eq)
         rows.append([opt.upper(), f"{sp['grad']:.1f}", f"{sp['update']:.2f}", f"{sp['update_first']:.2f}",
                      f"{sp['coord_grad']:.1f} / {sp['coord_update']:.1f}", eq])
-    glue_all(v | {"gv3_a": window[0], "gv3_b": window[1], "gv3_n": len(sizes["adam"]["names"]),
-                  "gv3_loss_adam": float(np.mean(sizes["adam"]["loss"][-10:]))}, "nv_")
-    spread = {(opt, k): v[f"spread_{opt}_{k}"] for opt in sizes for k in ("grad", "update")}
+    glue_all(v | {f"spread_{opt}_{k}": x for (opt, k), x in spread.items()} | {
+        "spread_adam_update_first": fit.log_spread(early["adam"]["update"]), "gv3_a": window[0],
+        "gv3_b": window[1], "gv3_n": len(sizes["adam"]["names"]),
+        "gv3_loss_adam": float(np.mean(sizes["adam"]["loss"][-10:]))}, "nv_")
     return spread, md_table(["optimiser", "gradients", f"updates, steps {window[0]}→{window[1]}",
                              "updates, first step", "per coordinate: gradients / updates",
                              "by the criterion"], rows)
@@ -148,10 +150,9 @@ GV2_HEADLINE = {"fails": "removing the vanishing gradient is not what makes a mo
 
 
 def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
-    """GV-2's illustration: each run's outcome (``History.status``) and final held-out loss
-    (``nv_<run>_status`` / ``nv_<run>_loss``), and the verdict, caption and failure mode read
-    from those outcomes (one seed is chaotic: nothing is typed against one machine's run).
-    Returns ({label: learned?}, a Markdown table)."""
+    """GV-2's illustration: each run's outcome (``History.status``) and final held-out loss, and
+    the verdict, caption and failure mode read from those outcomes (one seed is chaotic: nothing
+    is typed against one machine's run). Returns ({label: learned?}, a Markdown table)."""
     trained = {k: h.status == "learned" for k, h in runs.items()}
     v = {"chance": chance, "task": task_name}
     for label, h in runs.items():
@@ -170,14 +171,6 @@ def glue_gv2(runs: dict, chance: float, task_name: str) -> tuple[dict, str]:
     return trained, md_table(["encoder/decoder", "outcome", "held-out loss at the end"], rows)
 
 
-def training_figure(P, runs: dict, title: str, name: str) -> str:
-    """Loss curves of {label: History} (the chance loss dotted)."""
-    fig, ax = plot.figure(P, width=7)
-    plot.loss_curves(ax, runs, smooth=5)
-    ax.set_title(title)
-    return glue_figure(name, fig)
-
-
 # ------------------------------------------------------------- chapter 6: amplification
 def dependency_figure(P, deps: dict, steps: int, name="fig-06-dependency") -> str:
     fig, axes = plot.figure(P, ncols=2, nrows=2, width=9, height=7.5)
@@ -192,25 +185,22 @@ def dependency_figure(P, deps: dict, steps: int, name="fig-06-dependency") -> st
 
 def glue_am2(N, sweeps: dict, seeds: dict) -> tuple[dict, str]:
     """AM-2's growth laws (:func:`tfx.theory.change.growth_fits` of ``sweeps`` against depth
-    ``N``), glued: exponents, R² (``am_r2_<kind>_<placement>_<form>``), intervals (``am_k_*``,
-    ``am_k_sb_*``), ratios, and the verdict words on each law (``am_law_*``, ``am_thm2_exp``).
-    Returns (the fits, a Markdown table of the exponents)."""
+    ``N``), glued as ``am_*``: exponents with intervals, the R² of each law's form, Post-/Pre-LN
+    ratios, and the verdict words on each law. Returns (the fits, a table of the exponents)."""
     N = np.asarray(N, dtype=float)
     am2 = change.growth_fits(N, sweeps)
     fits, expo, expo_sb, kh = am2["fits"], am2["expo"], am2["expo_sb"], am2["k_harmonic"]
-    v = {f"exp_{kind}_{pl}": f[0] for (kind, pl, form), f in fits.items() if form == "power"}
-    for kind, sw in sweeps.items():
-        v[f"ratio_{kind}"] = float(sw["post"].mean(1)[-1] / sw["pre"].mean(1)[-1])
-        v[f"ratio_{kind}_first"] = float(sw["post"].mean(1)[0] / sw["pre"].mean(1)[0])
-    v |= {f"r2_{kind}_{pl}_{form}": f[2] for (kind, pl, form), f in fits.items()}
+    v = {f"exp_adam_{pl}": fits["adam", pl, "power"][0] for pl in ("post", "pre")} | {
+        "ratio_random": float(am2["ratio"]["random"][-1]), "ratio_adam": float(am2["ratio"]["adam"][-1]),
+        "ratio_adam_first": float(am2["ratio"]["adam"][0])}
+    v |= {f"r2_{kind}_{pl}_{form}": fits[kind, pl, form][2]
+          for kind in sweeps for pl, form in (("post", "N"), ("pre", "logN"))}
     for name, e in [*((f"{kind}_{pl}", e) for (kind, pl), e in expo.items()),
                     *((f"sb_{pl}", e) for pl, e in expo_sb.items())]:
         v |= interval(f"k_{name}", e, ("_exponent", "_low", "_high"))
-    law = {("random", "post"): fit.inside(expo["random", "post"], 1),
-           ("adam", "post"): fit.inside(expo["adam", "post"], 1),
-           ("random", "pre"): fit.inside(expo["random", "pre"], kh)}
-    met = [f"{pl}-LN" for pl in ("post", "pre") if fit.overlap(expo["random", pl], expo_sb[pl])]
-    missed = [f"{pl}-LN" for pl in ("post", "pre") if f"{pl}-LN" not in met]
+    law = am2["law"]
+    met = [f"{pl}-LN" for pl, ok in am2["thm2"].items() if ok]
+    missed = [f"{pl}-LN" for pl, ok in am2["thm2"].items() if not ok]
     glue_all(v | {f"law_{kind}_{pl}": md(_holds(ok)) for (kind, pl), ok in law.items()} | {
         "thm2_exp": md("is met for both" if not missed else f"is met for {met[0]} and **not** for "
                        f"{missed[0]}" if met else "is **not** met for either"),
@@ -252,14 +242,14 @@ def output_change_figure(P, N, sweeps: dict, fits: dict, lr: float,
 def glue_random_signs(N, aligned: dict, signs: dict) -> dict:
     """AM-2's control for assumption (A2): Adam's first step (``aligned``, an
     ``output_change_sweep``) against the same step sizes with random signs (``signs``): per
-    architecture the depth exponent with its interval (``am_signs_k_<pl>[_low|_high]``) and
-    the paired effect on it, aligned minus random (``am_signs_effect_<pl>``, ``…_verdict_<pl>``;
-    predicted higher), and the seeds paired (``am_signs_seeds``). Returns the effects."""
+    architecture the depth exponent (Post-LN's with its interval) and the paired effect on it,
+    aligned minus random (predicted higher), glued as ``am_signs_*``. Returns the effects."""
     from .evidence import depth_growth_effect
 
-    out, v = {}, {}
+    k = {pl: fit.exponent_interval(N, signs[pl]) for pl in ("post", "pre")}
+    out, v = {}, interval("signs_k_post", k["post"], ("", "_low", "_high"))
+    v["signs_k_pre"] = k["pre"]["exponent"]
     for pl in ("post", "pre"):
-        v |= interval(f"signs_k_{pl}", fit.exponent_interval(N, signs[pl]), ("", "_low", "_high"))
         both = {"depths": aligned["depths"], "aligned": aligned[pl], "random signs": signs[pl]}
         e = out[pl] = depth_growth_effect(both, "aligned", "random signs", expect="higher")
         v[f"signs_effect_{pl}"] = f"{e.mean:+.2f} ({e.low:+.2f} to {e.high:+.2f})"
@@ -295,10 +285,9 @@ def omega_figure(P, omegas: dict, free: dict, name="fig-07-omega") -> str:
 
 
 def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
-    """AD-1's β²_ii reading (:func:`tfx.theory.dependency.beta_diag_slopes`), glued: each
-    scheme's slope (``ad_slope_<scheme>``), Admin's per-seed range, the level and verdict of
-    the law (``ad_gm``, ``ad_law``), the derivation check (``ad_refined_err``, %) and
-    ``ad_attn_over_ffn``. Returns the slopes and seed means."""
+    """AD-1's β²_ii reading (:func:`tfx.theory.dependency.beta_diag_slopes`), glued as ``ad_*``:
+    each scheme's slope, Admin's per-seed range, the level and verdict of the law, the
+    derivation check (%). Returns the slopes and seed means."""
     r = dependency.beta_diag_slopes(b2s)
     glue_all({f"slope_{s.replace('-', '_')}": k for s, k in r["slope"].items()} | {
         "depth": depth, "seeds": len(b2s["admin"]), "gm": law["level"], "slope_lo": r["slope_lo"],
@@ -309,8 +298,7 @@ def glue_admin_law(b2s: dict, law: dict, sigma_err, depth: int) -> dict:
 
 def glue_admin_law_by_depth(laws: dict, seeds: range) -> dict:
     """AD-1's law re-judged on fresh ``seeds`` at every depth (``{N: law}`` of
-    :func:`tfx.theory.dependency.admin_law_by_depth`): glues the table ``ad-law-by-depth``,
-    ``ad_law_held`` ('1 of 5'), ``ad_fresh_seeds`` and ``ad_fresh_n``; returns ``{N: holds}``."""
+    :func:`tfx.theory.dependency.admin_law_by_depth`), glued with its table; returns ``{N: holds}``."""
     rows = [(n, f"{law['slope']:.2f}", f"{law['level']:.2f}",
              "holds" if law["holds"] else "does not hold") for n, law in laws.items()]
     held = sum(law["holds"] for law in laws.values())
@@ -335,17 +323,17 @@ def admin_beta_figure(P, b2: dict, name="fig-07-beta") -> str:
 
 def glue_admin_change(N, sweeps: dict, expo: dict) -> str:
     """AD-1's output change (:func:`tfx.theory.change.admin_change_reading`) and each scheme's
-    depth exponent with its 95 % interval over seeds (``expo``: ``fit.exponent_interval`` of the
-    random-δ sweep), glued as ``ad_*``. Returns a Markdown table of the exponents."""
+    depth exponent (``expo``: ``fit.exponent_interval`` of the random-δ sweep; Admin's with its
+    95 % interval), glued as ``ad_*``. Returns a Markdown table of the exponents."""
     N = np.asarray(N, dtype=float)
-    v = {"depth_max": int(N[-1])} | change.admin_change_reading(N, sweeps)
+    v = {"depth_max": int(N[-1]), "exp_post": expo["post"]["exponent"],
+         "exp_pre": expo["pre"]["exponent"]} | interval("exp_admin", expo["admin"])
     rows = []
     for s, e in expo.items():
-        v |= interval(f"exp_{s.replace('-', '_')}", e)
         last = {k: sweeps[k][s].mean(1)[-1] / sweeps[k]["pre"].mean(1)[-1] for k in sweeps}
         rows.append([SCHEME_NAMES[s], f"{e['exponent']:.2f}", f"{e['low']:.2f} to {e['high']:.2f}",
                      f"{last['random']:.2f}", f"{last['adam']:.2f}"])
-    glue_all(v, "ad_")
+    glue_all(v | change.admin_change_reading(sweeps), "ad_")
     return md_table(["scheme", "exponent (random δ)", "95 % interval",
                      f"÷ Pre-LN at N = {int(N[-1])}, random δ", "÷ Pre-LN, one Adam step"], rows)
 
@@ -365,8 +353,7 @@ def admin_change_figure(P, N, sweeps: dict, schemes, lr: float, name="fig-07-out
 
 def glue_profiling(omega_by: dict, no_dropout: dict, dropout: dict) -> dict:
     """Training- against eval-mode profiling of Admin with ``dropout``
-    (:func:`tfx.theory.dependency.profiling_modes`), glued as ``ad_prof_*`` with the verdict
-    words: does the largest ratio exceed a single dropout's, does eval mode give the dropout-free ω."""
+    (:func:`tfx.theory.dependency.profiling_modes`), glued as ``ad_prof_*`` with the verdict words."""
     v = dependency.profiling_modes(omega_by, no_dropout, dropout["dropout"])
     glue_all({k: x for k, x in v.items() if k != "same"} | {
         "p": dropout["dropout"], "p_inner": dropout["attn_dropout"],
@@ -432,23 +419,6 @@ def profiling_effect_figure(P, b2_prof: dict, out_change: dict, lr: float,
     return glue_figure(name, fig)
 
 
-def records_table(recs) -> str | None:
-    """A Markdown table of recorded admin-profiling runs ({label: outcomes, best held-out
-    loss, BLEU}), or None when there are none."""
-    from ..runs import sweep
-
-    if not recs:
-        return None
-    rows = []
-    for label, runs in sweep.by_label(recs).items():
-        best = [min(r.history.eval_loss) if r.history.eval_loss else float("nan") for r in runs]
-        bleu = [r.bleu for r in runs if r.bleu is not None]
-        rows.append([label, ", ".join(r.status for r in runs),
-                     ", ".join(f"{b:.3f}" for b in best),
-                     ", ".join(f"{b:.1f}" for b in bleu) or "—"])
-    return md_table(["variant", "outcomes", "best held-out loss", "BLEU"], rows)
-
-
 # AD-3's comparisons chapter 7 reads, by glue key: (part, experiment, a, b)
 AD3_READ = {"post_pre": ("failure", "lr-sensitivity", "Post-LN", "Pre-LN"),
             "post_admin": ("failure", "lr-sensitivity", "Post-LN", "Admin"),
@@ -459,8 +429,8 @@ AD3_READ = {"post_pre": ("failure", "lr-sensitivity", "Post-LN", "Pre-LN"),
 def glue_admin_in_training(profile: str = "book") -> dict:
     """AD-3's comparisons of chapter 12's records (:mod:`tfx.book.evidence`, deep, with warmup,
     each architecture at its own best rate, end loss) named in :data:`AD3_READ`, glued as
-    ``ad_train_<key>`` with the claims page's verdict (``…_verdict``), the share of Post-LN's gap
-    Admin closes (``ad_train_closed``) and the depth. Returns ``{key: (Effect, verdict)}``."""
+    ``ad_train_*`` with the claims page's verdicts, the share of Post-LN's gap Admin closes and
+    the depth. Returns ``{key: (Effect, verdict)}``."""
     from . import evidence
     from .fixes_pages import effect_text
 

@@ -8,6 +8,7 @@
     seed_table          one value per seed, a row per setting
     sensitivity_table   the LR sensitivity (Wortsman et al. 2023, §3.1) of each variant
     gpu_records         a chapter's GPU records: provenance and tables, or one sentence
+    label_table         recorded runs per label: outcomes, best held-out loss, BLEU
 
 A chapter's own one-off table stays beside its figure in its part's pages module; a table two
 parts show lives here, so that an effect looks the same on every page. Nothing here judges:
@@ -149,3 +150,20 @@ def gpu_records(gpu: dict, axes: dict) -> str:
 def rate_name(lr: float) -> str:
     """A learning rate as the experiment files write it: 3e-3, 1e-1."""
     return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")
+
+
+def label_table(recs) -> str | None:
+    """A Markdown table of recorded runs, one row per label (:func:`tfx.runs.sweep.by_label`):
+    each run's outcome, best held-out loss and BLEU; None when there are none."""
+    from ..runs import sweep
+
+    if not recs:
+        return None
+    rows = []
+    for label, runs in sweep.by_label(recs).items():
+        best = [min(r.history.eval_loss) if r.history.eval_loss else float("nan") for r in runs]
+        bleu = [r.bleu for r in runs if r.bleu is not None]
+        rows.append([label, ", ".join(r.status for r in runs),
+                     ", ".join(f"{b:.3f}" for b in best),
+                     ", ".join(f"{b:.1f}" for b in bleu) or "—"])
+    return md_table(["variant", "outcomes", "best held-out loss", "BLEU"], rows)

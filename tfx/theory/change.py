@@ -278,9 +278,12 @@ def growth_fits(N, sweeps: dict) -> dict:
     per kind and placement, lines against N and ln N and a power law (``fits[kind, pl, form]``,
     form ``"N"``, ``"logN"``, ``"power"``: :func:`tfx.theory.fit.fit_linear` /
     ``fit_loglog`` triples); exponents with 95 % intervals over seeds (``expo[kind, pl]``), the
-    same for the measured Σβ²_ii (``expo_sb[pl]``), and the exponent of Pre-LN's equal-variance
-    law H_{L+1} − 1 with L = 2N (``k_harmonic``)."""
-    from .fit import exponent_interval, fit_loglog
+    same for the measured Σβ²_ii (``expo_sb[pl]``), the exponent of Pre-LN's equal-variance
+    law H_{L+1} − 1 with L = 2N (``k_harmonic``), the laws judged: Post-LN's exponent 1 (O(N))
+    and Pre-LN's ``k_harmonic`` (O(log N)) inside their intervals (``law[kind, pl]``), and
+    Theorem 2: each random-δ interval overlapping its Σβ²_ii's (``thm2[pl]``); and Post-LN's
+    mean change over Pre-LN's at each depth (``ratio[kind]``)."""
+    from .fit import exponent_interval, fit_loglog, inside, overlap
 
     N = np.asarray(N, dtype=float)
     fits = {}
@@ -289,10 +292,14 @@ def growth_fits(N, sweeps: dict) -> dict:
             y = sw[pl].mean(1)
             fits[kind, pl, "N"], fits[kind, pl, "logN"] = fit_linear(N, y), fit_linear(np.log(N), y)
             fits[kind, pl, "power"] = fit_loglog(N, y)
-    return {"fits": fits,
-            "expo": {(kind, pl): exponent_interval(N, sweeps[kind][pl]) for kind in sweeps for pl in ("post", "pre")},
-            "expo_sb": {pl: exponent_interval(N, sweeps["random"]["sum_beta_sq"][pl]) for pl in ("post", "pre")},
-            "k_harmonic": fit_loglog(N, [output_change_order("pre", 2 * int(n)) for n in N])[0]}
+    expo = {(kind, pl): exponent_interval(N, sweeps[kind][pl]) for kind in sweeps for pl in ("post", "pre")}
+    expo_sb = {pl: exponent_interval(N, sweeps["random"]["sum_beta_sq"][pl]) for pl in ("post", "pre")}
+    kh = fit_loglog(N, [output_change_order("pre", 2 * int(n)) for n in N])[0]
+    law = {("random", "post"): inside(expo["random", "post"], 1),
+           ("adam", "post"): inside(expo["adam", "post"], 1), ("random", "pre"): inside(expo["random", "pre"], kh)}
+    return {"fits": fits, "expo": expo, "expo_sb": expo_sb, "k_harmonic": kh, "law": law,
+            "thm2": {pl: overlap(expo["random", pl], expo_sb[pl]) for pl in ("post", "pre")},
+            "ratio": {kind: sw["post"].mean(1) / sw["pre"].mean(1) for kind, sw in sweeps.items()}}
 
 
 def theorem2_fit(sw: dict) -> dict:
@@ -307,19 +314,15 @@ def theorem2_fit(sw: dict) -> dict:
     return {"slope": k, "intercept": c0, "r2": r2, "points": pts, "C": C, "c_ratio": C["post"] / C["pre"]}
 
 
-def admin_change_reading(N, sweeps: dict) -> dict:
-    """AD-1 on :func:`output_change_sweep` results of the four schemes per perturbation kind
-    (``sweeps[kind]``): R² of Admin's and profiling-free Admin's change against ln N
-    (``r2_<kind>_admin``, ``r2_<kind>_free``) and, at the deepest N, Admin / Pre-LN, Post-LN /
-    Admin and profiling-free Admin / Pre-LN (``admin_over_pre_<kind>`` …)."""
-    log_n, v = np.log(np.asarray(N, dtype=float)), {}
+def admin_change_reading(sweeps: dict) -> dict:
+    """AD-1 on :func:`output_change_sweep` results per perturbation kind (``sweeps[kind]``), at
+    the deepest N: Admin / Pre-LN (``admin_over_pre_<kind>``) and Post-LN / Admin
+    (``post_over_admin_<kind>``)."""
+    v = {}
     for kind, sw in sweeps.items():
-        y = {s: sw[s].mean(1) for s in ("post", "pre", "admin", "admin-profiling-free")}
-        v[f"r2_{kind}_admin"] = fit_linear(log_n, y["admin"])[2]
-        v[f"r2_{kind}_free"] = fit_linear(log_n, y["admin-profiling-free"])[2]
-        for key, a, b in (("admin_over_pre", "admin", "pre"), ("post_over_admin", "post", "admin"),
-                          ("free_over_pre", "admin-profiling-free", "pre")):
-            v[f"{key}_{kind}"] = float(y[a][-1] / y[b][-1])
+        y = {s: sw[s].mean(1)[-1] for s in ("post", "pre", "admin")}
+        v |= {f"admin_over_pre_{kind}": float(y["admin"] / y["pre"]),
+              f"post_over_admin_{kind}": float(y["post"] / y["admin"])}
     return v
 
 

@@ -199,8 +199,7 @@ def beta_diag_slopes(b2s: dict) -> dict:
 def profiling_modes(omega_by: dict, no_dropout: dict, dropout: float) -> dict:
     """Admin's ω profiled in training mode against eval mode (``omega_by[mode][stack]``), with
     dropout ``dropout``: per stack the top ω of each mode, the largest train/eval ratio over
-    sub-layers i ≥ 2 and where (``ratio_argmax_<stack>``, counting from 1), the ratio at the top;
-    a single dropout's factor (1 − p)^(−1/2) (``single``); and whether eval mode gives the
+    sub-layers i ≥ 2 and where (``ratio_argmax_<stack>``, counting from 1); a single dropout's factor (1 − p)^(−1/2) (``single``); and whether eval mode gives the
     dropout-free ω (``same``)."""
     v = {"same": all(np.allclose(omega_by["eval"][s], no_dropout[s]) for s in no_dropout),
          "single": (1 - dropout) ** -0.5}
@@ -209,8 +208,7 @@ def profiling_modes(omega_by: dict, no_dropout: dict, dropout: float) -> dict:
         ratio = tr[1:] / ev[1:]
         v |= {f"top_train_{stack}": float(tr[-1]), f"top_eval_{stack}": float(ev[-1]),
               f"ratio_max_{stack}": float(np.max(ratio)),
-              f"ratio_argmax_{stack}": int(np.argmax(ratio)) + 2,
-              f"ratio_top_{stack}": float(tr[-1] / ev[-1])}
+              f"ratio_argmax_{stack}": int(np.argmax(ratio)) + 2}
     return v
 
 

@@ -378,12 +378,10 @@ def mean_profiles(runs: list) -> dict:
 
 def bottom_top_ratios(grads: dict) -> dict:
     """GV-1: the bottom/top ratio of the relative gradient per placement and stack
-    (``grads``: {placement: :func:`mean_profiles`}) as ``post_enc`` … ``pre_dec``, the Post-LN
-    decoder's bottom against the encoder's (``dec_vs_enc``), and the ratio predicted for twice
-    the depth (``ex_twice``: the decoder's squared)."""
+    (``grads``: {placement: :func:`mean_profiles`}) as ``post_enc`` … ``pre_dec``, and the ratio
+    predicted for twice the depth (``ex_twice``: the Post-LN decoder's squared)."""
     rel = {(pl, st[:3]): grads[pl][st]["relative"] for pl in ("post", "pre") for st in ("encoder", "decoder")}
     v = {f"{pl}_{st}": float(r[0] / r[-1]) for (pl, st), r in rel.items()}
-    v["dec_vs_enc"] = float(rel["post", "dec"][0] / rel["post", "enc"][0])
     return v | {"ex_twice": v["post_dec"] ** 2}
 
 
@@ -410,7 +408,7 @@ def branch_gains(runs: list, key: str, kind: str) -> np.ndarray:
 def encoder_summary(runs: list) -> dict:
     """One setting of the Post-LN encoder; ``runs`` are (profile of ‖Δx_i‖/‖Δx_top‖,
     :func:`sublayer_gains` of the encoder) per seed. Bottom/top ratio (mean, seed range), the
-    lowest point, the forward/backward gains (``v``/``g``) of the attention and FFN branches,
+    forward/backward gains (``v``/``g``) of the attention and FFN branches,
     the common-mode share at the top, and the bottom/top ratio predicted as √∏(1+g)/(1+v) over
     sub-layers 1 … L−1 (``pred``) beside its measurement (``meas``)."""
     prof = np.array([r[0] for r in runs])
@@ -420,7 +418,7 @@ def encoder_summary(runs: list) -> dict:
     prod = {k: float(np.mean([np.sqrt(np.prod(r[1][key])) for r in runs]))
             for k, key in (("pred", "predicted"), ("meas", "measured"))}
     return {"bottom": float(prof[:, 0].mean()), "bottom_lo": float(prof[:, 0].min()),
-            "bottom_hi": float(prof[:, 0].max()), "min": float(prof.mean(0).min()), **gains,
+            "bottom_hi": float(prof[:, 0].max()), **gains,
             "common": float(np.mean([r[1]["common_mode"][-1] for r in runs])), **prod}
 
 
