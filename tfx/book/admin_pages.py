@@ -226,10 +226,8 @@ def output_change_figure(P, N, sweeps: dict, fits: dict, lr: float,
             ax.errorbar(N, y.mean(1), yerr=y.std(1) if y.shape[1] > 1 else None, fmt="o",
                         color=plot.color(pl), capsize=2, label=f"{pl}-LN measured")
             k, c0, r2 = fits[kind, pl, form]
-            f = ((lambda x, k=k, c0=c0: k * x + c0) if form == "N"
-                 else (lambda x, k=k, c0=c0: k * np.log(x) + c0))
-            plot.fit_line(ax, N, f, f"fit against {'N' if form == 'N' else 'ln N'}: "
-                          f"R² = {r2:.2f}", color=plot.color(pl))
+            plot.fit_line(ax, N, lambda x, k=k, c0=c0, log=form == "logN": k * (np.log(x) if log else x) + c0,
+                          f"fit against {'ln N' if form == 'logN' else 'N'}: R² = {r2:.2f}", color=plot.color(pl))
         ax.set(xlabel="layers N", ylabel="‖F(W) − F(W*)‖² per token")
         ax.set_title(CHANGE_TITLE if kind == "random"
                      else f"one Adam step, lr {lr:g} (log scale)")
@@ -358,8 +356,7 @@ def glue_profiling(omega_by: dict, no_dropout: dict, dropout: dict) -> dict:
     glue_all({k: x for k, x in v.items() if k != "same"} | {
         "p": dropout["dropout"], "p_inner": dropout["attn_dropout"],
         "vs_single": md("more than" if v["ratio_max_encoder"] > v["single"] else "no more than"),
-        "eval_same": md("the same ω as the model without dropout" if v["same"]
-                        else "**not** the same ω as the model without dropout")}, "ad_prof_")
+        "eval": md("the same" if v["same"] else "**not** the same")}, "ad_prof_")
     return v
 
 
