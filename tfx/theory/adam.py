@@ -226,3 +226,12 @@ def first_steps(model, task, cfg, steps: int = 100, every: int = 10, select=sour
     return FirstSteps(rec_steps, np.array(rec_lr), np.asarray(bins), np.array(gh), np.array(uh),
                       np.array(gmed), np.array(umed), losses,
                       np.array(pgh) if wide else None, np.array(puh) if wide else None)
+
+
+def first_steps_falls(first, name) -> dict:
+    """``{seed: (fall of the embedding's median |g|, fall of the median |Δθ|/η)}`` for warmup
+    ``name`` of ``first`` (``{(warmup, seed): FirstSteps}``, :func:`first_steps`), in decades:
+    log10 of each median's step-1 value over its lowest."""
+    return {s: (math.log10(fs.grad_median[0] / np.nanmin(fs.grad_median)),
+                math.log10(fs.update_median[0] / np.nanmin(fs.update_median)))
+            for (w, s), fs in first.items() if w == name}

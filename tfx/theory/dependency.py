@@ -158,3 +158,12 @@ def admin_omegas(model) -> dict:
     return {s: np.array([float(m.omega.detach().mean()) if hasattr(m, "omega") else np.nan
                           for _, m in model.stacks()[s].residuals()]) for s in model.stacks()}
 
+
+
+def effective_depth_means(ed_runs) -> dict:
+    """``{(architecture, stack): (mean at init, mean trained)}`` over the seeds of ``ed_runs``
+    (``{(architecture, seed): (before, after)}``, each ``{stack: Σ β²_ii}`` of
+    :func:`effective_depth`)."""
+    seeds = sorted({s for _, s in ed_runs})
+    return {(a, st): tuple(float(np.mean([ed_runs[a, s][k][st] for s in seeds])) for k in (0, 1))
+            for a in dict.fromkeys(a for a, _ in ed_runs) for st in ("encoder", "decoder")}
