@@ -9,7 +9,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from tfx.book import notebook  # noqa: E402
+from tfx.book import evidence, notebook  # noqa: E402
 from tfx.book import training_pages as pages  # noqa: E402
 from tfx.runs.effects import paired  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
@@ -37,18 +37,6 @@ def test_effects_sentence_reads_each_effect_and_can_drop_the_interval():
     assert short == "Warmup: it rose by +1.50 nats (as the paper predicts)."
     with pytest.raises(ValueError, match="items"):
         pages.effects_sentence("x", [])
-
-
-def test_verdict_tally_counts_each_verdict_once_with_the_total_first():
-    assert pages.verdict_tally([UP, MIXED, MIXED]) == (
-        "1 of 3 reproduces, 2 are not resolved at this scale")
-    assert pages.verdict_tally([DOWN]) == "1 of 1 is reversed"
-    assert pages.verdict_tally([UP, UP, DOWN]) == "2 of 3 reproduce, 1 is reversed"
-    # verdict words too, the comparison's own (a converged-quality one may be not testable)
-    assert pages.verdict_tally(["reproduces", UP, "not testable at this scale"]) == (
-        "2 of 3 reproduce, 1 is not testable at this scale")
-    with pytest.raises(ValueError, match="at least one"):
-        pages.verdict_tally([])
 
 
 def test_glue_figure_closes_the_figure(monkeypatch):
@@ -120,34 +108,23 @@ def _comparisons(monkeypatch):
     return own, deep
 
 
-def test_gpu_effects_judge_only_the_comparisons_the_gpu_records_can_read(monkeypatch):
-    own, deep = _comparisons(monkeypatch)
-    gpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    items = pages.gpu_effects(gpu, claims=("AD-3",))
-    assert [c for c, _ in items] == [own]  # no depth 12 in these records: left out, not failed
-    assert items[0][1].verdict == "reproduces" and items[0][1].mean == pytest.approx(1.0)
-    assert pages.gpu_effects({"gpu": []}, claims=("AD-3",)) == []
-    assert pages.gpu_effects(gpu | {"gpu": _gpu_grid({"A": 1e-3}, {"A": 1.0}, depths=("6", "12"))},
-                             claims=("AD-3",)) == []  # B missing: no comparison reads
-
-
 def test_gpu_edges_name_each_side_whose_best_rate_is_at_the_grid_edge(monkeypatch):
     own, _ = _comparisons(monkeypatch)
     gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    items = evidence.gpu_effects(gpu, claims=("AD-3",))
     assert pages.gpu_edges(gpu, items) == ["A · 6: best at 1e-4, the lowest rate tried"]
     high = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-1}, {"A": 2.0, "B": 1.0})}
-    assert pages.gpu_edges(high, pages.gpu_effects(high, claims=("AD-3",))) == [
+    assert pages.gpu_edges(high, evidence.gpu_effects(high, claims=("AD-3",))) == [
         "B · 6: best at 1e-2, the highest rate tried"]
     bracketed = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    assert pages.gpu_edges(bracketed, pages.gpu_effects(bracketed, claims=("AD-3",))) == []
+    assert pages.gpu_edges(bracketed, evidence.gpu_effects(bracketed, claims=("AD-3",))) == []
 
 
 def test_gpu_verdicts_markdown_puts_the_cpu_verdict_beside_the_gpu_one(monkeypatch):
     _comparisons(monkeypatch)
     gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
     cpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 1.0, "B": 2.0})}
-    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    items = evidence.gpu_effects(gpu, claims=("AD-3",))
     text = pages.gpu_verdicts_markdown(gpu, items, cpu).splitlines()
     assert text[0].startswith("- **AD-3**, A at its best rate ends higher than B at its own. GPU: +1.00 nats")
     assert "**reproduces**" in text[0] and text[0].endswith("CPU: -1.00 nats (95 % CI -1.00 to -1.00; "

@@ -1,6 +1,7 @@
 """The figures, tables and verdict lines of the training chapters (11, 12 and 13: warmup,
 Adam and depth). What they compute lives in the runs and theory wings (:mod:`tfx.runs.curves`,
-:mod:`tfx.runs.effects`, :mod:`tfx.runs.sensitivity`, :mod:`tfx.theory.adam`)."""
+:mod:`tfx.runs.effects`, :mod:`tfx.runs.sensitivity`, :mod:`tfx.theory.adam`); the tally of
+verdicts is :func:`tfx.book.claims.verdict_tally`."""
 from __future__ import annotations
 
 import math
@@ -48,32 +49,7 @@ def effects_sentence(opening: str, items, fmt=Signed, interval: bool = True) -> 
     return f"{opening} " + "; ".join(parts) + "."
 
 
-def verdict_tally(effects_) -> str:
-    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``
-    (Effects, or verdict words such as :meth:`tfx.book.evidence.Comparison.verdict` gives,
-    *not testable at this scale* among them)."""
-    verdicts = [e if isinstance(e, str) else e.verdict for e in effects_]
-    if not verdicts:
-        raise ValueError("effects_ must hold at least one Effect")
-    parts = []
-    for v in ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"):
-        n = verdicts.count(v)
-        if n:
-            of = "" if parts else f" of {len(verdicts)}"
-            verb = {"reproduces": (v, "reproduce")}.get(v, (f"is {v}", f"are {v}"))[n != 1]
-            parts.append(f"{n}{of} {verb}")
-    return ", ".join(parts)
-
-
 # --------------------------------------------------------------------------- GPU section
-def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
-    """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers for
-    ``claims`` that the GPU records ``gpu`` (``{experiment: records}``) can read (one at a
-    depth the GPU sweep did not run is left out, not failed)."""
-    return [(c, c.effect(gpu[c.experiment])) for claim in claims for c in evidence.BY_CLAIM[claim]
-            if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
-
-
 def gpu_edges(gpu: dict, items) -> list[str]:
     """'Post-LN, warmup: best at lr=0.0003, the lowest rate tried' for each side of an
     own-rate comparison in ``items`` whose best rate sits at the edge of its grid: there the
@@ -152,7 +128,7 @@ def records_profile(P, records):
 
 def gpu_parts(gpu: dict, items, claim: str) -> str:
     """``claim``'s halves as the GPU records ``gpu`` show them: :func:`tfx.book.evidence.parts`'s
-    rule over the comparisons of ``claim`` in ``items`` (:func:`gpu_effects`), each half judged
+    rule over the comparisons of ``claim`` in ``items`` (:func:`tfx.book.evidence.gpu_effects`), each half judged
     on its own, a 'failure' whose runs still improve *behind at this budget*."""
     mine = [(c, e, c.verdict(gpu[c.experiment], e)) for c, e in items if c.claim == claim]
     if not mine:
