@@ -624,3 +624,20 @@ def measurement(claim: Claim, root: Path = ROOT) -> str:
         if f"claim-{claim.id}" in glued_keys(nb):
             return f"{paste(nb.stem, '{claim-' + claim.id + '}')} (in {{doc}}`{nb.stem}`)"
     return "not measured yet"
+
+
+def verdict_tally(effects_) -> str:
+    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``
+    (Effects, or verdict words such as :meth:`tfx.book.evidence.Comparison.verdict` gives,
+    *not testable at this scale* among them)."""
+    verdicts = [e if isinstance(e, str) else e.verdict for e in effects_]
+    if not verdicts:
+        raise ValueError("effects_ must hold at least one Effect")
+    parts = []
+    for v in ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"):
+        n = verdicts.count(v)
+        if n:
+            of = "" if parts else f" of {len(verdicts)}"
+            verb = {"reproduces": (v, "reproduce")}.get(v, (f"is {v}", f"are {v}"))[n != 1]
+            parts.append(f"{n}{of} {verb}")
+    return ", ".join(parts)

@@ -1099,3 +1099,11 @@ def depth_growth_effect(res, a: str, b: str | None = None, expect: str = "lower"
     margin = change.FLAT_EXPONENT if expect == "equal" else 0.0
     return effects.paired(ea, eb, expect, a_name or a, b_name or (b if b is not None else "no growth (0)"),
                           unit="", margin=margin)
+
+
+def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
+    """``[(Comparison, Effect)]``: every comparison registered for ``claims`` that the GPU
+    records ``gpu`` (``{experiment: records}``) can read (one at a depth the GPU sweep did not
+    run is left out, not failed)."""
+    return [(c, c.effect(gpu[c.experiment])) for claim in claims for c in BY_CLAIM[claim]
+            if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
