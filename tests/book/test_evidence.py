@@ -292,3 +292,12 @@ def test_reading_gives_a_chapters_records_for_their_sweep_and_the_book_records_f
     load = evidence.reading(mine)
     assert load("depth", "quick") is mine
     assert load("depth-rates", "quick") == evidence.records("depth-rates")
+
+
+def test_registered_is_every_comparison_in_the_book_profile_and_what_a_smaller_grid_holds():
+    every = evidence.BY_CLAIM["LG-1"]
+    assert evidence.registered("LG-1") == every  # the registry's own grid: all, read or not
+    assert evidence.registered("LG-1", "quick", load=lambda *_: []) == []
+    assert evidence.evaluate("LG-1", "quick", load=lambda *_: []) == []
+    with pytest.raises(ValueError, match="no registered comparison"):
+        evidence.registered("NOPE-1")
