@@ -13,7 +13,7 @@ from ..runs.readings import (log_z_pull, median, norm_sweep, per_seed, probe, sa
                              stream_growth, top_stream, top_streams)
 from . import evidence
 from .claims import NOT_TESTABLE, glue_parts, part_verdict
-from .notebook import SIZES, glue, glue_all, md, md_table
+from .notebook import glue, glue_all, md, md_table, sizes
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
                    effects_figure, effects_plot, figure, log_ticks, lr_curves)
 from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
@@ -33,14 +33,8 @@ def seed_lines(ax, recs, lrs, value, color, label: str, style: dict, **point) ->
                 label=label if k == 0 else None, **style)
 
 
-# a recorded LM sweep's size as the chapters state it (:func:`tfx.book.notebook.glue_sizes`)
+# a recorded LM sweep's size as the chapters state it (:func:`tfx.book.notebook.sizes`)
 SWEEP_SIZES = ("layers:dec", "d:width", "steps", "seeds", "rates", "lr-range")
-
-
-def sweep_sizes(recs, *sizes: str) -> dict:
-    """``{name: value}`` of a recorded sweep's ``sizes`` (as :func:`tfx.book.notebook.glue_sizes`
-    names them: a key of its ``SIZES``, or ``"name:size"``)."""
-    return {name or size: SIZES[size](recs) for name, _, size in (s.rpartition(":") for s in sizes)}
 
 
 def gpu_section(rs, rows: str, cols: str, key: str):
@@ -125,7 +119,7 @@ def init_verdicts(lm_fit: dict, enc_fit: dict, same: bool) -> tuple:
 def lm_sweep(lrecs, lr_names, warmups) -> dict:
     """``experiments/lm.toml``'s size and recipe (``lm-*``) and ``final-tables`` (every seed's
     end loss, one placement × rate table per warmup)."""
-    return sweep_sizes(lrecs, "layers:dec", "d:width", "steps", "batch", "runs", "seeds") | {
+    return sizes(lrecs, "layers:dec", "d:width", "steps", "batch", "runs", "seeds") | {
         "warm": results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup,
         "lrs": ", ".join(lr_names), "outcomes": outcome_counts(lrecs),
         "learned-level": outcome.learned_level(lrecs[0].history.chance_loss),
@@ -475,7 +469,7 @@ def placements_trained(precs, names, lrs, lr: str) -> dict:
     rows = {f"{n} ÷ Pre-LN, lr {r}": v for (n, r), v in ratio.items()}
     post_runs = results.select(precs, placement="Post-LN")
     post_top = [top_stream(r) for r in post_runs]
-    out = sweep_sizes(precs, "layers:dec", "d:width", "steps", "batch", "seeds") | {
+    out = sizes(precs, "layers:dec", "d:width", "steps", "batch", "seeds") | {
         "lr": lr, "lrs": ", ".join(lrs), "lr-lo": lrs[0], "lr-hi": lrs[-1],
         "pre-growth": median(growths["Pre-LN"].values()),
         "pre-top": median(top["Pre-LN", lrs[-1]].values()),
@@ -618,7 +612,7 @@ def norms_trained(nrecs, names, lrs, rn1, dy1, profile: str, load) -> dict:
            f"end, lr {hi}": per_seed(nrecs, saturated(-1), norm="DyT", lr=hi)}
     flat_and_high = (summ["DyT"]["median"] < summ["LayerNorm"]["median"]
                      and min(best["DyT"]) > max(best["LayerNorm"]))
-    out = {f"nt-{k}": v for k, v in sweep_sizes(nrecs, *SWEEP_SIZES).items()} | {
+    out = {f"nt-{k}": v for k, v in sizes(nrecs, *SWEEP_SIZES).items()} | {
         "nt-table": md(md_table(head, rows)), "dy1-train-best": dyt_best, "dy1-train-hi": hi,
         "dy1-train-sat-first": median(sat["first probe, best rate"].values()),
         "dy1-train-sat": median(sat["end, best rate"].values()),
