@@ -305,3 +305,12 @@ def test_gpu_effects_judge_only_the_comparisons_the_gpu_records_can_read(monkeyp
     assert evidence.gpu_effects({"gpu": []}, claims=("AD-3",)) == []
     assert evidence.gpu_effects(gpu | {"gpu": _gpu_grid({"A": 1e-3}, {"A": 1.0}, depths=("6", "12"))},
                                 claims=("AD-3",)) == []  # B missing: no comparison reads
+
+
+def test_registered_is_every_comparison_in_the_book_profile_and_what_a_smaller_grid_holds():
+    every = evidence.BY_CLAIM["LG-1"]
+    assert evidence.registered("LG-1") == every  # the registry's own grid: all, read or not
+    assert evidence.registered("LG-1", "quick", load=lambda *_: []) == []
+    assert evidence.evaluate("LG-1", "quick", load=lambda *_: []) == []
+    with pytest.raises(ValueError, match="no registered comparison"):
+        evidence.registered("NOPE-1")
