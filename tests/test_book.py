@@ -768,3 +768,21 @@ def test_chapter_numbers_run_on_across_parts(tmp_path):
         assert _sphinx_numbers(tmp_path / "ext", ["tfx_numbering"]) == ("3.", "3.1")
     finally:
         TocTreeCollector.assign_section_numbers = plain  # the extension patches Sphinx's class
+
+
+def test_verdict_tally_counts_each_verdict_once_with_the_total_first():
+    from tfx.book import claims
+    from tfx.runs.effects import paired
+
+    UP = paired({0: 1.0, 1: 2.0, 2: 1.5}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")  # reproduces
+    MIXED = paired({0: 1.0, 1: -2.0, 2: 1.5}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")  # unresolved
+    DOWN = paired({0: -1.0, 1: -2.0, 2: -1.5}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")  # reversed
+    assert claims.verdict_tally([UP, MIXED, MIXED]) == (
+        "1 of 3 reproduces, 2 are not resolved at this scale")
+    assert claims.verdict_tally([DOWN]) == "1 of 1 is reversed"
+    assert claims.verdict_tally([UP, UP, DOWN]) == "2 of 3 reproduce, 1 is reversed"
+    # verdict words too, the comparison's own (a converged-quality one may be not testable)
+    assert claims.verdict_tally(["reproduces", UP, "not testable at this scale"]) == (
+        "2 of 3 reproduce, 1 is not testable at this scale")
+    with pytest.raises(ValueError, match="at least one"):
+        claims.verdict_tally([])

@@ -578,11 +578,11 @@ def test_WU_3_embedding_gradient_collapses_further_without_warmup_paired_over_fi
     update per unit learning rate (|Δθ_t|/lr_t: 1 at step 1 either way, so a warmup cannot win
     by construction), fall further from step 1 to their lowest without warmup than with the
     longest warmup: both paired effects (log10 of the fall, seed by seed, five seeds, a 95 %
-    t-interval: tfx.book.training_pages.wu3_effects) exclude 0 in the claim's direction. The
+    t-interval: tfx.runs.effects.wu3_effects) exclude 0 in the claim's direction. The
     book profile's setting of experiments/warmup.toml (3+3 layers, lr 3e-3), trained live for
     40 steps: the collapse is over by step 40. (At the quick profile's sizes, 1+1 layers at
     lr 1e-3, there is no collapse to test: both runs fall about as far.)"""
-    from tfx.book import training_pages
+    from tfx.runs import effects
 
     exp = Experiment.load(ROOT / "experiments" / "warmup")
     task = tfx.get_profile("book", check_task=False).load_task()
@@ -597,7 +597,7 @@ def test_WU_3_embedding_gradient_collapses_further_without_warmup_paired_over_fi
             model = tfx.build_model(tfx.ModelConfig.for_task(task, **runs[w].model),
                                     batch=task.batch(0, tc.batch_size), seed=seed)
             first[w, seed] = adam.first_steps(model, task, tc, steps=40, every=5)
-    wu3 = training_pages.wu3_effects(first, none, warm)
+    wu3 = effects.wu3_effects(first, none, warm)
     for what, e in wu3.items():
         assert e.n == 5 and e.verdict == "reproduces", (what, e.describe())
     assert wu3["gradient"].low > 0.5  # more than half a decade further: a collapse, not a drift

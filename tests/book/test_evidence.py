@@ -292,3 +292,25 @@ def test_reading_gives_a_chapters_records_for_their_sweep_and_the_book_records_f
     load = evidence.reading(mine)
     assert load("depth", "quick") is mine
     assert load("depth-rates", "quick") == evidence.records("depth-rates")
+
+
+def test_gpu_effects_judge_only_the_comparisons_the_gpu_records_can_read(monkeypatch):
+    from test_training_pages import _comparisons, _gpu_grid
+
+    own, deep = _comparisons(monkeypatch)
+    gpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
+    items = evidence.gpu_effects(gpu, claims=("AD-3",))
+    assert [c for c, _ in items] == [own]  # no depth 12 in these records: left out, not failed
+    assert items[0][1].verdict == "reproduces" and items[0][1].mean == pytest.approx(1.0)
+    assert evidence.gpu_effects({"gpu": []}, claims=("AD-3",)) == []
+    assert evidence.gpu_effects(gpu | {"gpu": _gpu_grid({"A": 1e-3}, {"A": 1.0}, depths=("6", "12"))},
+                                claims=("AD-3",)) == []  # B missing: no comparison reads
+
+
+def test_registered_is_every_comparison_in_the_book_profile_and_what_a_smaller_grid_holds():
+    every = evidence.BY_CLAIM["LG-1"]
+    assert evidence.registered("LG-1") == every  # the registry's own grid: all, read or not
+    assert evidence.registered("LG-1", "quick", load=lambda *_: []) == []
+    assert evidence.evaluate("LG-1", "quick", load=lambda *_: []) == []
+    with pytest.raises(ValueError, match="no registered comparison"):
+        evidence.registered("NOPE-1")

@@ -1,4 +1,6 @@
 """The figure stamp names the profile, the device and the task the figure shows."""
+import math
+
 import matplotlib
 import pytest
 
@@ -103,7 +105,7 @@ def test_colours_are_spelled_only_in_the_registry():
 
 
 def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
-    from tfx.book import fixes_pages, training_pages
+    from tfx.book import training_pages
 
     assert set(plot.LABELS) <= set(plot.COLORS)
     together = {  # schemes that share a figure
@@ -114,8 +116,8 @@ def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
     }
     for name, keys in together.items():
         assert len({plot.COLORS[k] for k in keys}) == len(keys), name
-    maps = {"TFIXUP_COLORS": fixes_pages.TFIXUP_COLORS, "LIPSCHITZ_COLORS": fixes_pages.LIPSCHITZ_COLORS,
-            "WARM_BASELINE_COLORS": fixes_pages.WARM_BASELINE_COLORS, "PALETTE": training_pages.PALETTE,
+    maps = {"TFIXUP_COLORS": plot.TFIXUP_COLORS, "LIPSCHITZ_COLORS": plot.LIPSCHITZ_COLORS,
+            "WARM_BASELINE_COLORS": plot.WARM_BASELINE_COLORS, "PALETTE": training_pages.PALETTE,
             "FIX_COLORS": plot.FIX_COLORS, "OUTCOME_COLORS": plot.OUTCOME_COLORS,
             "VERDICT_COLORS": plot.VERDICT_COLORS, "SUBLAYER_COLORS": plot.SUBLAYER_COLORS,
             "STACK_COLORS": plot.STACK_COLORS, "SEED_COLORS": plot.SEED_COLORS,
@@ -179,3 +181,41 @@ def test_effects_figure_wraps_its_labels_and_gives_an_extreme_row_its_own_panel(
     assert len(ax.get_yticklabels()) == 3
     assert max(len(line) for line in ax.get_yticklabels()[2].get_text().splitlines()) <= 20
     assert "task: libreoffice-en" in _stamp_text(plot.effects_figure(P, near, task="libreoffice-en"))
+
+
+# ------------------------------------------------------------------ lr_figure (chapters 8-10)
+def test_lr_figure_never_goes_below_zero_marks_divergence_in_the_legend_and_draws_no_text():
+    from tfx.runs import results
+    from tfx.runs.experiment import Experiment
+
+    recs, exp = results.load("t-fixup", "book"), Experiment.load("t-fixup")
+    if not recs:
+        pytest.skip("no recorded t-fixup sweep in the book profile")
+    P = get_profile("quick", check_task=False)
+    schemes = [name for name, _ in exp.grid("book")["scheme"]]
+    blown = ["Xavier, no LN", "T-Fixup, embeddings only"]
+    fig = plot.lr_figure(P, recs, "scheme", {"bounded": [s for s in schemes if s not in blown],
+                                             "blown": blown}, plot.TFIXUP_COLORS)
+    left, right = fig.axes
+    assert left.get_yscale() == "linear" and left.get_ylim()[0] == 0
+    assert right.get_yscale() == "log" and right.get_ylim()[0] > 0  # losses far above chance
+    for ax in (left, right):
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(lab.startswith("× diverged") for lab in labels)  # every panel has a diverged run
+        assert not ax.texts  # no strings drawn on the axes
+    finals = [x for r in recs for x in [r.final_loss] if math.isfinite(x)]
+    assert max(finals) > plot.LOG_ABOVE * recs[0].history.chance_loss
+
+
+def test_lr_figure_is_stamped_with_its_records_task_not_the_profiles():
+    from tfx.runs import results
+
+    P = get_profile("quick", check_task=False)
+    recs = results.load("warm-baselines", "quick")
+    if not recs:
+        pytest.skip("no recorded warm-baselines sweep in the quick profile")
+    assert recs[0].task != P.task
+    schemes = list(dict.fromkeys(r.point["scheme"] for r in recs))
+    fig = plot.lr_figure(P, recs, "scheme", {"all": schemes}, plot.WARM_BASELINE_COLORS)
+    texts = [t.get_text() for t in fig.texts]
+    assert any(t.endswith(f"task: {recs[0].task}") for t in texts), texts

@@ -138,7 +138,7 @@ def test_the_gpu_sentence_counts_a_converged_comparison_as_not_testable_like_cha
     converged-quality comparison whose runs still fall is *not testable at this scale*, not the
     effect's own verdict (the sentence once said 'reversed' where chapter 12 said not testable)."""
     from tfx.book import evidence
-    from tfx.book.training_pages import verdict_tally
+    from tfx.book.claims import verdict_tally
 
     recs = results_load("lr-sensitivity")
     quality = next(c for c in evidence.BY_CLAIM["AD-3"] if c.converged and c.experiment == "lr-sensitivity")

@@ -104,6 +104,15 @@ def test_rate_name_writes_a_rate_as_the_experiment_files_do():
         "3e-3", "1e-1", "1e-4", "3e-5", "1e+0", "1e+1"]
 
 
+def test_effect_text_gives_the_mean_and_interval_without_a_verdict():
+    e = paired({s: d for s, d in enumerate([-1.0, -1.2, -0.9, -1.1, -1.0])}, dict.fromkeys(range(5), 0.0),
+               "lower", "a", "b", unit="nats")
+    text = tables.effect_text(e)
+    assert text.startswith(f"{e.mean:+.2f} nats (95 % interval {e.low:+.2f} to {e.high:+.2f})")
+    assert e.verdict not in text
+    assert "one seed" in tables.effect_text(paired({0: -1.0}, {0: 0.0}, "lower", "a", "b", unit="nats"))
+
+
 def test_label_table_has_a_row_per_label_or_is_none():
     assert tables.label_table([]) is None
     run = lambda label, status, losses, bleu: SimpleNamespace(  # noqa: E731

@@ -68,16 +68,6 @@ def test_glue_last_grad_reads_the_interval():
     assert halves == {"post": True, "pre": True}
 
 
-def test_gradient_exercises_measure_the_wider_ffn():
-    from tfx.runs.data import synthetic
-
-    task = synthetic("reverse", length=P.seq_len)
-    out = pages.gradient_exercises(P, task, seeds=2)
-    assert out["ln3_ex3_r1_pred"] == pytest.approx(1.5)
-    assert out["ln3_ex3_r8"] < out["ln3_ex3_r1"]
-    assert out["ln4_ex2_lo"] <= out["ln4_ex2_k"] <= out["ln4_ex2_hi"]
-
-
 def test_anatomy_exercises_count_pre_ln_final_norms():
     from types import SimpleNamespace
 

@@ -9,7 +9,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from tfx.book import notebook  # noqa: E402
+from tfx.book import evidence, notebook  # noqa: E402
 from tfx.book import training_pages as pages  # noqa: E402
 from tfx.runs.effects import paired  # noqa: E402
 from tfx.runs.profiles import get_profile  # noqa: E402
@@ -37,37 +37,6 @@ def test_effects_sentence_reads_each_effect_and_can_drop_the_interval():
     assert short == "Warmup: it rose by +1.50 nats (as the paper predicts)."
     with pytest.raises(ValueError, match="items"):
         pages.effects_sentence("x", [])
-
-
-def test_verdict_tally_counts_each_verdict_once_with_the_total_first():
-    assert pages.verdict_tally([UP, MIXED, MIXED]) == (
-        "1 of 3 reproduces, 2 are not resolved at this scale")
-    assert pages.verdict_tally([DOWN]) == "1 of 1 is reversed"
-    assert pages.verdict_tally([UP, UP, DOWN]) == "2 of 3 reproduce, 1 is reversed"
-    # verdict words too, the comparison's own (a converged-quality one may be not testable)
-    assert pages.verdict_tally(["reproduces", UP, "not testable at this scale"]) == (
-        "2 of 3 reproduce, 1 is not testable at this scale")
-    with pytest.raises(ValueError, match="at least one"):
-        pages.verdict_tally([])
-
-
-def test_median_first_last_counts_the_runs_that_fell():
-    first, last, fell = pages.median_first_last([_rec(0, 4.0), _rec(1, 6.0), _rec(2, 3.0)])
-    assert (first, last, fell) == (5.0, 4.0, 2)
-
-
-def test_dip_and_jump_split_the_evaluations_at_the_warmup():
-    r = _rec(0, 2.0)
-    r.history.eval_step, r.history.eval_loss = [10, 20, 30, 40], [4.0, 3.0, 3.5, 2.0]
-    dip, jump, end = pages.dip_and_jump([r], warmup_steps=25)
-    assert (dip, jump, end) == ([3.0], [3.5], [2.0])
-    dip, jump, _ = pages.dip_and_jump([r], warmup_steps=100)  # no evaluation after the warmup
-    assert dip == [2.0] and math.isnan(jump[0])
-
-
-def test_steps_to_target_gives_none_for_a_run_that_never_gets_there():
-    a, b = _rec(0, 0.5), _rec(1, 4.5)
-    assert pages.steps_to_target([a, b], target=1.0) == {0: 100, 1: None}
 
 
 def test_glue_figure_closes_the_figure(monkeypatch):
@@ -99,66 +68,18 @@ def test_first_steps_figure_shares_one_colour_scale():
     assert len(fig.axes) == 7  # six maps and one colour bar
 
 
-def test_wu3_effects_pair_the_log_falls_seed_by_seed():
-    """WU-3's effects are the log10 falls of the medians (step 1 over the lowest) without warmup
-    minus with it, paired by seed."""
-    import numpy as np
-
-    def run(g, u):  # medians over the window: step 1's value, then the lowest
-        return SimpleNamespace(grad_median=np.array([1.0, 1.0 / g]), update_median=np.array([1.0, 1.0 / u]))
-
-    first = {}
-    for s in range(3):
-        first[0, s] = run(100.0 * (s + 1), 10.0)
-        first[40, s] = run(2.0, 5.0)
-    e = pages.wu3_effects(first, 0, 40)
-    assert e["gradient"].diffs == pytest.approx({s: math.log10(50.0 * (s + 1)) for s in range(3)})
-    assert e["update"].diffs == pytest.approx({s: math.log10(2.0) for s in range(3)})
-    assert e["gradient"].verdict == "reproduces" and e["gradient"].unit == "decades"
-    assert pages.first_steps_falls(first, 40)[1] == pytest.approx((math.log10(2.0), math.log10(5.0)))
-
-
-def test_loss_at_step_and_long_runs_table_read_the_evaluation_at_or_before_the_budget():
+def test_long_runs_table_reads_the_evaluation_at_or_before_the_budget():
     """Chapter 12's slow-or-failed table: the held-out loss at the last evaluation at or before
-    the budget (not after it), the median at the end, and the outcomes."""
+    the budget (:func:`tfx.runs.curves.loss_at_step`), the median at the end, and the outcomes."""
     def run(seed, losses):
         r = _rec(seed, losses[-1], lr="3e-4")
         r.history.eval_step, r.history.eval_loss = [100, 400, 500, 1200], losses
         return r
 
     runs = [run(0, [5.0, 4.0, 3.5, 2.0]), run(1, [5.0, 3.0, 2.9, 1.0])]
-    assert pages.loss_at_step(runs, 450) == [4.0, 3.0]
-    assert pages.loss_at_step(runs, 1200) == [2.0, 1.0]
     table = pages.long_runs_table({("Post-LN", "warmup"): runs}, 450).splitlines()
     assert "loss at step 450" in table[0]
     assert table[2].startswith("| Post-LN | warmup | 3e-4 | 3.50 | 1.50 |")
-
-
-def test_gap_change_words_follow_the_paired_effects_verdict():
-    """Chapter 12's width section: the gap at the wider width minus at the narrower, per seed;
-    the words come from the effect's verdict (expect='lower': the gap narrows), not a threshold."""
-    narrower = {s: 1.0 for s in range(5)}
-    spread = [0.01, -0.02, 0.015, -0.01, 0.02]
-    words = {name: pages.gap_change_words(paired({s: narrower[s] + shift + spread[s] for s in range(5)},
-                                                 narrower, "lower"))
-             for name, shift in (("narrows", -0.5), ("widens", 0.5), ("same", 0.0))}
-    assert words == {"narrows": "the gap narrows", "widens": "the gap widens",
-                     "same": "no change of the gap that these seeds resolve"}
-
-
-def test_identical_reruns_match_by_architecture_seed_and_rate_and_compare_every_logged_loss():
-    def run(seed, lr, losses, arch="Post-LN"):
-        r = _rec(seed, losses[-1], architecture=arch)
-        r.train_config = SimpleNamespace(lr=lr)
-        r.history.loss, r.history.eval_loss = losses, losses[-1:]
-        return r
-
-    earlier = [run(0, 1e-3, [3.0, 2.0]), run(1, 1e-3, [3.0, 2.5]), run(0, 3e-3, [3.0, 1.0])]
-    again = [run(0, 1e-3, [3.0, 2.0]), run(1, 1e-3, [3.0, 2.4]), run(0, 1e-3, [3.0, 2.0], "Pre-LN")]
-    assert pages.identical_reruns(again, earlier) == (1, 2)  # Pre-LN has no earlier run
-    assert "Same seed" in pages.rerun_sentence(2, 2, "d 64")
-    assert "did not reproduce" in pages.rerun_sentence(1, 2, "d 64")
-    assert "nothing to compare" in pages.rerun_sentence(0, 0, "d 16")
 
 
 # ------------------------------------------------------------------ the "At GPU scale" verdicts
@@ -187,34 +108,23 @@ def _comparisons(monkeypatch):
     return own, deep
 
 
-def test_gpu_effects_judge_only_the_comparisons_the_gpu_records_can_read(monkeypatch):
-    own, deep = _comparisons(monkeypatch)
-    gpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    items = pages.gpu_effects(gpu, claims=("AD-3",))
-    assert [c for c, _ in items] == [own]  # no depth 12 in these records: left out, not failed
-    assert items[0][1].verdict == "reproduces" and items[0][1].mean == pytest.approx(1.0)
-    assert pages.gpu_effects({"gpu": []}, claims=("AD-3",)) == []
-    assert pages.gpu_effects(gpu | {"gpu": _gpu_grid({"A": 1e-3}, {"A": 1.0}, depths=("6", "12"))},
-                             claims=("AD-3",)) == []  # B missing: no comparison reads
-
-
 def test_gpu_edges_name_each_side_whose_best_rate_is_at_the_grid_edge(monkeypatch):
     own, _ = _comparisons(monkeypatch)
     gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    items = evidence.gpu_effects(gpu, claims=("AD-3",))
     assert pages.gpu_edges(gpu, items) == ["A · 6: best at 1e-4, the lowest rate tried"]
     high = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-1}, {"A": 2.0, "B": 1.0})}
-    assert pages.gpu_edges(high, pages.gpu_effects(high, claims=("AD-3",))) == [
+    assert pages.gpu_edges(high, evidence.gpu_effects(high, claims=("AD-3",))) == [
         "B · 6: best at 1e-2, the highest rate tried"]
     bracketed = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    assert pages.gpu_edges(bracketed, pages.gpu_effects(bracketed, claims=("AD-3",))) == []
+    assert pages.gpu_edges(bracketed, evidence.gpu_effects(bracketed, claims=("AD-3",))) == []
 
 
 def test_gpu_verdicts_markdown_puts_the_cpu_verdict_beside_the_gpu_one(monkeypatch):
     _comparisons(monkeypatch)
     gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
     cpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 1.0, "B": 2.0})}
-    items = pages.gpu_effects(gpu, claims=("AD-3",))
+    items = evidence.gpu_effects(gpu, claims=("AD-3",))
     text = pages.gpu_verdicts_markdown(gpu, items, cpu).splitlines()
     assert text[0].startswith("- **AD-3**, A at its best rate ends higher than B at its own. GPU: +1.00 nats")
     assert "**reproduces**" in text[0] and text[0].endswith("CPU: -1.00 nats (95 % CI -1.00 to -1.00; "
@@ -367,19 +277,6 @@ def test_a_sweep_figure_is_stamped_with_its_records_task_not_the_profiles(figure
     texts = [t.get_text() for t in figure_of(recs).texts]
     assert any(f"task: {recs[0].task}" in t for t in texts), texts
     assert not any(t.endswith(f"task: {P.task}") for t in texts), texts
-
-
-def test_wu3_contrast_pairs_post_lns_extra_fall_against_pre_lns_seed_by_seed():
-    post = {"gradient": paired({0: 2.0, 1: 1.8, 2: 2.2}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher"),
-            "update": paired({0: 0.5, 1: 0.4, 2: 0.6}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")}
-    same = pages.wu3_contrast(post, post)
-    assert all(e.mean == 0 and e.verdict != "reproduces" for e in same.values())
-    pre = {"gradient": paired({0: 0.5, 1: 0.6, 2: 0.7}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher"),
-           "update": post["update"]}
-    ctl = pages.wu3_contrast(post, pre)
-    assert ctl["gradient"].diffs == pytest.approx({0: 1.5, 1: 1.2, 2: 1.5})
-    assert ctl["gradient"].verdict == "reproduces"
-    assert ctl["gradient"].unit == "decades" and ctl["update"].mean == 0
 
 
 def test_glue_sizes_and_glue_described_glue_each_name_once(monkeypatch):

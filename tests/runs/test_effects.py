@@ -139,3 +139,39 @@ def test_runs_at_best_rate_are_the_group_at_its_best_rate(tmp_path):
     assert best == effects.best_rate(recs, parameterization="standard", width="d 32")
     assert runs and {r.point["lr"] for r in runs} == {best.variant}
     assert {(r.point["parameterization"], r.point["width"]) for r in runs} == {("standard", "d 32")}
+
+
+# ---------------------------------------------------------------- Adam's first steps (WU-3)
+def test_wu3_effects_pair_the_log_falls_seed_by_seed():
+    """WU-3's effects are the log10 falls of the medians (step 1 over the lowest) without warmup
+    minus with it, paired by seed."""
+    import numpy as np
+
+    from tfx.theory.adam import first_steps_falls
+
+    def run(g, u):  # medians over the window: step 1's value, then the lowest
+        return SimpleNamespace(grad_median=np.array([1.0, 1.0 / g]), update_median=np.array([1.0, 1.0 / u]))
+
+    first = {}
+    for s in range(3):
+        first[0, s] = run(100.0 * (s + 1), 10.0)
+        first[40, s] = run(2.0, 5.0)
+    e = effects.wu3_effects(first, 0, 40)
+    assert e["gradient"].diffs == pytest.approx({s: math.log10(50.0 * (s + 1)) for s in range(3)})
+    assert e["update"].diffs == pytest.approx({s: math.log10(2.0) for s in range(3)})
+    assert e["gradient"].verdict == "reproduces" and e["gradient"].unit == "decades"
+    assert first_steps_falls(first, 40)[1] == pytest.approx((math.log10(2.0), math.log10(5.0)))
+
+
+def test_wu3_contrast_pairs_post_lns_extra_fall_against_pre_lns_seed_by_seed():
+    paired = effects.paired
+    post = {"gradient": paired({0: 2.0, 1: 1.8, 2: 2.2}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher"),
+            "update": paired({0: 0.5, 1: 0.4, 2: 0.6}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher")}
+    same = effects.wu3_contrast(post, post)
+    assert all(e.mean == 0 and e.verdict != "reproduces" for e in same.values())
+    pre = {"gradient": paired({0: 0.5, 1: 0.6, 2: 0.7}, {0: 0.0, 1: 0.0, 2: 0.0}, "higher"),
+           "update": post["update"]}
+    ctl = effects.wu3_contrast(post, pre)
+    assert ctl["gradient"].diffs == pytest.approx({0: 1.5, 1: 1.2, 2: 1.5})
+    assert ctl["gradient"].verdict == "reproduces"
+    assert ctl["gradient"].unit == "decades" and ctl["update"].mean == 0

@@ -163,3 +163,24 @@ def test_lowest_rate_above_is_the_first_rate_where_every_seed_ends_above_the_lev
     recs = _curve({0: [1.0, 7.0, 5.5, 7.0, 7.0], 1: [1.0, 2.0, 6.5, 7.0, 7.0]})
     assert sensitivity.lowest_rate_above(recs, 5.0) == "0.01"  # at 0.003 seed 1 ends below
     assert sensitivity.lowest_rate_above(recs, 8.0) is None
+
+
+def test_stability_map_marks_a_cell_by_its_worst_seed_and_caps_at_chance():
+    """Chapter 12's map: the mean final loss per (lr, β₂) cell, a diverged run counted at chance;
+    D where a seed diverged, N where one did not learn (tfx.runs.outcome), the failed cells counted."""
+    def rec(seed, lr, b2, loss, status="finished"):
+        h = SimpleNamespace(chance_loss=6.0, floor_loss=0.0, eval_loss=[6.0, loss], eval_step=[1, 100],
+                            status=status, reason="", diverged_step=50, steps_done=100, start_loss=6.0,
+                            loss=[6.0, loss], step=[1, 100])
+        return SimpleNamespace(seed=seed, status=status, history=h, train_config=SimpleNamespace(lr=float(lr)),
+                               point={"architecture": "A", "beta2": b2, "train.lr": lr})
+
+    recs = [rec(0, "1e-3", "0.95", 1.0), rec(1, "1e-3", "0.95", 1.2),
+            rec(0, "1e-2", "0.95", 1.0), rec(1, "1e-2", "0.95", float("nan"), "diverged"),
+            rec(0, "1e-3", "0.999", 2.0), rec(1, "1e-3", "0.999", 2.0),
+            rec(0, "1e-2", "0.999", 9.0), rec(1, "1e-2", "0.999", 1.0)]
+    grid, marks, failed = sensitivity.stability_map(recs, ["A"], ["0.95", "0.999"], ["1e-3", "1e-2"])["A"]
+    assert grid[0, 0] == pytest.approx(1.1) and grid[1, 0] == pytest.approx(3.5)  # diverged: at chance
+    assert grid[1, 1] == pytest.approx(3.5)  # above chance: capped
+    assert marks == [["", ""], ["D", "N"]] and failed == 2  # 9 nats: worse than at the start
+    assert sensitivity.final_losses_capped(recs[2:4], 6.0) == [1.0, 6.0]

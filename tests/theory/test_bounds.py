@@ -196,7 +196,7 @@ def test_v1_scale_summary_counts_and_compounds():
               "lipschitz": {"encoder": stack([0.9, 1.1], [1.0, 0.9])}}
     v = bounds.v1_scale_summary(scales)
     assert v["n_le1_lipschitz_encoder"] == 1 and v["n_sub_encoder"] == 2
-    assert v["sigma_first_xavier_encoder"] == 1.5 and v["range_xavier_encoder"] == 5.0
+    assert v["sigma_max_xavier_encoder"] == 2.0 and v["range_xavier_encoder"] == 5.0
     assert v["carried_ratio"] == pytest.approx(0.9 / 0.3)
 
 

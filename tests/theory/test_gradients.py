@@ -9,7 +9,7 @@ import torch
 import tfx
 from tfx.nn import hooks
 from tfx.theory import fit, gradients
-from small_models import BATCH, TASK, model as _model, tiny as _tiny
+from small_models import BATCH, SIZES, TASK, model as _model, tiny as _tiny
 
 
 def test_theorem1_exponents():
@@ -230,3 +230,10 @@ def test_ffn_weight_grad_parts_factor_the_w2_gradient():
     task = tfx.synthetic("reverse", vocab=8, length=5)
     out = gradients.encoder_under_decoder(task, 2, 2, 4, d_model=16, n_heads=2, d_ffn=32)
     assert out["seeds"] == 2 and 0 <= out["w2_rises"] <= 2 and out["align_top"] > 0
+
+
+def test_gradient_exercises_measure_the_wider_ffn():
+    out = gradients.gradient_exercises(TASK, [2, 4, 6], 6, 8, seeds=2, **SIZES)
+    assert out["ln3_ex3_r1_pred"] == pytest.approx(1.5) and out["ln4_ex2_seeds"] == 2
+    assert out["ln3_ex3_r8"] < out["ln3_ex3_r1"]
+    assert out["ln4_ex2_lo"] <= out["ln4_ex2_k"] <= out["ln4_ex2_hi"]

@@ -51,3 +51,10 @@ def test_the_cross_entropy_ignores_a_common_shift_and_the_z_loss_does_not():
     assert torch.allclose(y.grad, 2 * log_z.detach() * torch.softmax(y.detach(), 0))
     ce = lambda v: torch.nn.functional.cross_entropy(v[None], torch.tensor([0]))  # noqa: E731
     assert float(ce(y.detach() + 7.0)) == pytest.approx(float(ce(y.detach())), abs=1e-6)
+
+
+def test_bound_cap_zloss_gives_the_bound_the_cap_and_the_z_loss_share():
+    out = logits.bound_cap_zloss()  # chapter 15's exercises: d_h 64, cap 50, log Z 7, 5 nats
+    assert out["bound"] == pytest.approx(8.0)
+    assert out["cap"] == pytest.approx(8 - 50 * math.tanh(8 / 50), rel=1e-4)  # float32
+    assert out["zloss"] == pytest.approx(4.9e-3) and out["zloss-share"] == pytest.approx(0.098)

@@ -98,7 +98,7 @@ def test_diagnostics_summary_states_each_scheme_and_needs_the_three_it_compares(
     schemes = ("post", "pre", "deepnorm")
     diag = scaling.init_diagnostics_grid(schemes, (2, 3), TASK, BATCH, d_model=16, n_heads=2, d_ffn=32)
     s = scaling.diagnostics_summary(diag, schemes, (2, 3))
-    assert {f"{k}_rel" for k in schemes} <= set(s) and s["depth"] == 3 and s["depth_min"] == 2
+    assert {f"{k}_{v}" for k in schemes for v in ("sb", "dec")} <= set(s) and s["depth"] == 3 and s["depth_min"] == 2
     assert s["post_over_dn"] == pytest.approx(diag["post", 3][0].rel_out_change_adam
                                               / diag["deepnorm", 3][0].rel_out_change_adam)
     assert s["dn_trend"] in ("falls", "grows")

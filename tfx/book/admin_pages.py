@@ -429,7 +429,7 @@ def glue_admin_in_training(profile: str = "book") -> dict:
     ``ad_train_*`` with the claims page's verdicts, the share of Post-LN's gap Admin closes and
     the depth. Returns ``{key: (Effect, verdict)}``."""
     from . import evidence
-    from .fixes_pages import effect_text
+    from .tables import effect_text
 
     got, v = {}, {}
     for key, read in AD3_READ.items():

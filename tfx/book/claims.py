@@ -215,7 +215,9 @@ CLAIMS = [
           "does not, and the layer dependency and the output change follow the encoder's laws.",
           "On English text, Post-LN without warmup fails or ends worse than with it where Pre-LN trains "
           "without; at init Σβ²_ii and the output change grow like N for Post-LN and like ln N for Pre-LN.",
-          ("14-decoder-only-lm", "{claim-LM-1}")),
+          ("14-decoder-only-lm", "at init, the output change {lm1-init-law} (R² {lm1-r2-post:.2f} "
+                                 "against N for Post-LN; Pre-LN {lm1-r2-pre:.2f} against ln N, "
+                                 "{lm1-r2-pre-n:.2f} against N); trained: {claim-LM-1}")),
     # After 2020 (the book's own extension): init-time halves; the training halves come with
     # the recorded learning-rate sweep
     Claim("RN-1", "zhang2019rmsnorm", "RMSNorm (re-scaling without re-centring)",
@@ -225,7 +227,7 @@ CLAIMS = [
           "(LN-1 with ‖x‖ for ‖x−μ‖); it trains like LayerNorm at this scale.",
           ("17-rmsnorm-dyt", "autograd vs formula within {rn1_max_rel_err:.0e} (relative); "
                               "log-log slope {rn1_slope:.4f}; trained (LM, {nt-rates} learning rates): "
-                              "{rn1-train}")),
+                              "{claim-RN-1}")),
     Claim("DY-1", "zhu2025dyt", "Dynamic Tanh",
           "Dynamic Tanh, γ ⊙ tanh(αx) + b with a learned scalar α, can stand in for every norm.",
           "Its Jacobian is diag(γα(1 − tanh²(αx))), bounded by |α|·max|γ| whatever ‖x‖; too large an α "
@@ -266,7 +268,12 @@ CLAIMS = [
           "Attention entropy collapse goes with unstable training.",
           "Runs that fail show their lowest per-head attention entropy collapsing, before their loss tells "
           "them apart from runs that train.",
-          ("15-logits-that-grow", "{claim-EC-1}")),
+          ("15-logits-that-grow", "{status-EC-1}: {ec-why}; measured: no fix, {ec-outcomes} "
+                                  "({ec-seeds} seeds); runs still learning above the best rate "
+                                  "({ec-slow}) against those that learned ({ec-learned}), at "
+                                  "{ec-rate-ratio}× their rates: lowest head entropy apart from "
+                                  "step {ec-ent-step}, held-out loss (evaluated {ec-eval-every} "
+                                  "steps apart, entropy {ec-ent-every}) from step {ec-loss-step}")),
     # The optimiser's share (chapters 18, 19 and 20)
     Claim("OP-1", "bai2025adamspikes", "the 1-D quadratic; the stages of a spike",
           "Adam's preconditioner can trigger a loss spike by itself: once the gradient is far below what "
@@ -624,3 +631,20 @@ def measurement(claim: Claim, root: Path = ROOT) -> str:
         if f"claim-{claim.id}" in glued_keys(nb):
             return f"{paste(nb.stem, '{claim-' + claim.id + '}')} (in {{doc}}`{nb.stem}`)"
     return "not measured yet"
+
+
+def verdict_tally(effects_) -> str:
+    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``
+    (Effects, or verdict words such as :meth:`tfx.book.evidence.Comparison.verdict` gives,
+    *not testable at this scale* among them)."""
+    verdicts = [e if isinstance(e, str) else e.verdict for e in effects_]
+    if not verdicts:
+        raise ValueError("effects_ must hold at least one Effect")
+    parts = []
+    for v in ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"):
+        n = verdicts.count(v)
+        if n:
+            of = "" if parts else f" of {len(verdicts)}"
+            verb = {"reproduces": (v, "reproduce")}.get(v, (f"is {v}", f"are {v}"))[n != 1]
+            parts.append(f"{n}{of} {verb}")
+    return ", ".join(parts)

@@ -959,11 +959,19 @@ def reading(recs):
     return lambda experiment, *_: recs if experiment == name else records(experiment)
 
 
-def evaluate(claim: str, profile: str = "book", load=records) -> list[tuple[Comparison, Effect]]:
-    """Every comparison registered for ``claim`` with its effect, from the recorded sweeps."""
+def registered(claim: str, profile: str = "book", load=records) -> list[Comparison]:
+    """The comparisons registered for ``claim`` that ``profile``'s grid holds: every one in the
+    book profile (the registry's grid: a missing one is an error there), in another (quick, a
+    smaller grid) those whose points its records hold (:meth:`Comparison.reads`)."""
     if claim not in BY_CLAIM:
         raise ValueError(f"claim={claim!r} has no registered comparison (registered: {', '.join(BY_CLAIM)})")
-    return [(c, c.effect(load(c.experiment, profile))) for c in BY_CLAIM[claim]]
+    return [c for c in BY_CLAIM[claim] if profile == "book" or c.reads(load(c.experiment, profile))]
+
+
+def evaluate(claim: str, profile: str = "book", load=records) -> list[tuple[Comparison, Effect]]:
+    """Every comparison registered for ``claim`` (:func:`registered`) with its effect, from the
+    recorded sweeps."""
+    return [(c, c.effect(load(c.experiment, profile))) for c in registered(claim, profile, load)]
 
 
 def verdicts(claim: str, profile: str = "book", load=records) -> list[tuple[Comparison, Effect, str]]:
@@ -974,7 +982,7 @@ def verdicts(claim: str, profile: str = "book", load=records) -> list[tuple[Comp
 
 def halves(claim: str, profile: str = "book", load=records) -> list[str]:
     """Each comparison's half as the records show it (:meth:`Comparison.half`), in registry order."""
-    return [c.half(load(c.experiment, profile)) for c in BY_CLAIM[claim]]
+    return [c.half(load(c.experiment, profile)) for c in registered(claim, profile, load)]
 
 
 def part_items(triples, halves=None) -> list[tuple[str, str, str]]:
@@ -1051,13 +1059,17 @@ def describe(claim: str, profile: str = "book", load=records) -> str:
 
 def glue_claim(claim: str, profile: str = "book", load=records) -> str:
     """Glue ``claim-<ID>`` (the measurement line of the claims page), ``status-<ID>`` and
-    ``parts-<ID>`` (each half's status, the reversed comparisons named)."""
-    text = describe(claim, profile, load)
-    glue(f"claim-{claim}", text)
+    ``parts-<ID>`` (each half's status, the reversed comparisons named); returns the status. A
+    grid that holds none of its comparisons (:func:`registered`) says so."""
+    if not registered(claim, profile, load):
+        glue(f"claim-{claim}", "no registered rate recorded")
+        if claim not in NOT_TESTABLE:
+            glue(f"parts-{claim}", "no registered rate recorded")
+        return glue_status(claim, NOT_TESTABLE_WORD)
+    glue(f"claim-{claim}", describe(claim, profile, load))
     if claim not in NOT_TESTABLE:
         glue(f"parts-{claim}", parts(claim, profile, load))
-    glue_status(claim, status(claim, profile, load))
-    return text
+    return glue_status(claim, status(claim, profile, load))
 
 
 def best_rate_table(records, axis: str, variants=None, **point) -> str:
@@ -1099,3 +1111,11 @@ def depth_growth_effect(res, a: str, b: str | None = None, expect: str = "lower"
     margin = change.FLAT_EXPONENT if expect == "equal" else 0.0
     return effects.paired(ea, eb, expect, a_name or a, b_name or (b if b is not None else "no growth (0)"),
                           unit="", margin=margin)
+
+
+def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
+    """``[(Comparison, Effect)]``: every comparison registered for ``claims`` that the GPU
+    records ``gpu`` (``{experiment: records}``) can read (one at a depth the GPU sweep did not
+    run is left out, not failed)."""
+    return [(c, c.effect(gpu[c.experiment])) for claim in claims for c in BY_CLAIM[claim]
+            if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]

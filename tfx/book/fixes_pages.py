@@ -4,47 +4,24 @@ ReZero and DeepNorm). A verdict is never decided here: effects come from
 :mod:`tfx.runs.outcome`, the numbers from :mod:`tfx.theory` and :mod:`tfx.runs`."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..runs import effects, outcome, results, sensitivity
 from ..theory import fit, scaling
 from . import evidence
 from .notebook import SIZES, md_table
-from .plot import (BOUND_COLORS, GREYS, LABELS, color, effects_plot, figure, heatmap, log_ticks,
-                   lr_curves)
-from .tables import Signed, interval_text, outcome_counts
-
-# Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz).
-TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": color("t-fixup-weights"),
-                 "T-Fixup, embeddings only": color("t-fixup-embeddings"),
-                 "Xavier, no LN": color("none"), "Post-LN": color("post"),
-                 "Post-LN, warmup": color("post+warmup"), "Pre-LN": color("pre")}
-LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"),
-                    "Lipschitz linears": color("lipschitz-linears"),
-                    "Xavier": color("post"), "Xavier, warmup": color("post+warmup")}
-# experiments/warm-baselines.toml: the fixes without warmup against Post-LN with two warmups
-WARM_BASELINE_COLORS = {"T-Fixup": color("t-fixup"), "Lipschitz": color("lipschitz"),
-                        "Post-LN, warmup 100": color("post+warmup"),
-                        "Post-LN, warmup 300": color("post+long-warmup"), "Pre-LN": color("pre")}
-LOG_ABOVE = 5.0  # an lr_figure panel whose losses reach this many times chance is drawn on a log axis
+from .plot import BOUND_COLORS, GREYS, LABELS, color, effects_plot, figure, heatmap, log_ticks
+from .tables import Signed, effect_text, outcome_counts
 
 
 # ------------------------------------------------------------------ effects and sweeps
-def effect_text(e, fmt=Signed) -> str:
-    """'−2.58 nats (95 % interval −2.61 to −2.55)': a paired effect's mean and interval, the
-    words a sentence needs (the verdict is said by the sentence, not pasted into it)."""
-    unit = f" {e.unit}" if e.unit else ""
-    ci = f"95 % interval {interval_text(e, fmt)}" if math.isfinite(e.low) else "one seed: no interval"
-    return f"{fmt.format(e.mean)}{unit} ({ci})"
-
-
-def effect_values(e, fmt=Signed) -> dict:
-    """An effect's :func:`effect_text` (key ""), ``_mean``, ``_low``, ``_high`` and ``_verdict``
-    (of :mod:`tfx.runs.effects`), to glue under a name: ``glue_all(effect_values(e), name)``."""
-    return {"": effect_text(e, fmt), **{f"_{k}": float(getattr(e, k)) for k in ("mean", "low", "high")},
-            "_verdict": e.verdict}
+def effect_values(e, *parts, fmt=Signed) -> dict:
+    """The ``parts`` of an effect a page reads, to glue under a name (``glue_all(effect_values(e,
+    "", "_verdict"), name)``): ``""`` its :func:`tfx.book.tables.effect_text`, ``_mean``,
+    ``_low``, ``_high`` and ``_verdict`` (of :mod:`tfx.runs.effects`); all five without ``parts``."""
+    every = {"": effect_text(e, fmt), **{f"_{k}": float(getattr(e, k)) for k in ("mean", "low", "high")},
+             "_verdict": e.verdict}
+    return {k: every[k] for k in parts or every}
 
 
 def sweep_values(recs, axis: str, keys: dict, warm: str = "", outcomes: bool = False):
@@ -102,28 +79,6 @@ def warm_baseline_values(recs, book, claim: str, parent) -> dict:
 
 
 # ------------------------------------------------------------------ figures
-def lr_figure(P, records, axis: str, groups: dict, colors: dict | None = None, title: str = ""):
-    """:func:`tfx.book.plot.lr_curves` in one panel per entry of ``groups`` (``{panel title:
-    [variants of axis]}``), on a log y axis where losses reach ``LOG_ABOVE`` × chance, else from 0."""
-    fig, axes = figure(P, ncols=len(groups), width=min(5.0 * len(groups) + 0.6, 9.6), height=4.0,
-                       task=records[0].task)
-    for ax, (panel, variants) in zip(np.atleast_1d(axes), groups.items()):
-        mine = [r for r in records if r.point[axis] in variants]
-        lr_curves(ax, mine, variants, axis=axis, colors=colors)
-        ys = [y for line in ax.get_lines() for y in line.get_ydata() if math.isfinite(y) and y > 0]
-        if max(ys) > LOG_ABOVE * records[0].history.chance_loss:
-            ax.set(yscale="log", ylim=(min(ys) / 2, max(ys) * 3))
-        else:
-            ax.set_ylim(0, max(ys) * 1.15)
-        if not all(math.isfinite(sensitivity.curve_loss(r)) for r in mine):
-            ax.plot([], [], "x", color=GREYS["ink"], label="× diverged, at the loss it started from")
-        ax.set_title(panel, fontsize=10)
-        ax.legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
-
-
 def tfixup_lhs_figure(P, lhs: dict, fits: dict):
     """TF-1's left side against L (log-log), T-Fixup and Xavier, encoder filled, decoder open, 1/L
     dotted; left: m the scaled token embeddings, right: m the measured value input."""

@@ -12,8 +12,8 @@ from ..runs import effects, outcome, results, traces
 from ..runs.readings import (log_z_pull, median, norm_sweep, per_seed, probe, saturated,
                              stream_growth, top_stream, top_streams)
 from . import evidence
-from .claims import NOT_TESTABLE, glue_parts, part_verdict, status_of
-from .notebook import SIZES, glue, glue_all, md, md_table
+from .claims import NOT_TESTABLE, glue_parts, part_verdict
+from .notebook import glue, glue_all, md, md_table, sizes
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
                    effects_figure, effects_plot, figure, log_ticks, lr_curves)
 from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
@@ -33,14 +33,8 @@ def seed_lines(ax, recs, lrs, value, color, label: str, style: dict, **point) ->
                 label=label if k == 0 else None, **style)
 
 
-# a recorded LM sweep's size as the chapters state it (:func:`tfx.book.notebook.glue_sizes`)
-SWEEP_SIZES = ("runs", "minutes", "layers:dec", "d:width", "steps", "seeds", "rates", "lr-range")
-
-
-def sweep_sizes(recs, *sizes: str) -> dict:
-    """``{name: value}`` of a recorded sweep's ``sizes`` (as :func:`tfx.book.notebook.glue_sizes`
-    names them: a key of its ``SIZES``, or ``"name:size"``)."""
-    return {name or size: SIZES[size](recs) for name, _, size in (s.rpartition(":") for s in sizes)}
+# a recorded LM sweep's size as the chapters state it (:func:`tfx.book.notebook.sizes`)
+SWEEP_SIZES = ("layers:dec", "d:width", "steps", "seeds", "rates", "lr-range")
 
 
 def gpu_section(rs, rows: str, cols: str, key: str):
@@ -125,7 +119,7 @@ def init_verdicts(lm_fit: dict, enc_fit: dict, same: bool) -> tuple:
 def lm_sweep(lrecs, lr_names, warmups) -> dict:
     """``experiments/lm.toml``'s size and recipe (``lm-*``) and ``final-tables`` (every seed's
     end loss, one placement × rate table per warmup)."""
-    return sweep_sizes(lrecs, "layers:dec", "d:width", "steps", "batch", "runs", "seeds") | {
+    return sizes(lrecs, "layers:dec", "d:width", "steps", "batch", "runs", "seeds") | {
         "warm": results.select(lrecs, warmup=warmups[-1])[0].train_config.warmup,
         "lrs": ", ".join(lr_names), "outcomes": outcome_counts(lrecs),
         "learned-level": outcome.learned_level(lrecs[0].history.chance_loss),
@@ -174,26 +168,23 @@ def glue_lm1(lm1, fits: dict, lm: str, lrecs, profile: str, warm_name: str) -> N
     init_verdict = part_verdict(bool(lm_fit["holds"]))
     init = ("init", "Σβ²_ii and the output change grow like N for Post-LN and like ln N for Pre-LN",
             init_verdict)
-    init_text = ("follows Theorem 2's laws" if all(f["holds"] for f in fits.values())
-                 else "does not follow every law of Theorem 2")
     warm, gap = lm1[0][1], lm1[-1][1]
     post_warm = results.select(lrecs, placement="Post-LN", warmup=warm_name)
     glue_all({
         "lm1-evidence": md(effects_table(lm1)), "lm1-init-status": init_verdict,
         "lm1-status": glue_parts("LM-1", [init, *evidence.part_items(
             (c, e, c.verdict(lrecs, e)) for c, e in lm1)]),
-        "claim-LM-1": f"at init, the output change {init_text} (R² {lm_fit['r2_post_n']:.2f} "
-                      f"against N for Post-LN; Pre-LN {lm_fit['r2_pre_log']:.2f} against ln N, "
-                      f"{lm_fit['r2_pre_n']:.2f} against N); trained: "
-                      f"{evidence.describe('LM-1', profile, load=evidence.reading(lrecs))}",
+        "claim-LM-1": evidence.describe("LM-1", profile, load=evidence.reading(lrecs)),
+        "lm1-init-law": ("follows Theorem 2's laws" if all(f["holds"] for f in fits.values())
+                         else "does not follow every law of Theorem 2"),
         "lm1-warm-does": "lowered" if warm.mean > 0 else "raised",
         "lm1-warm-share": abs(warm.mean) / abs(gap.mean),  # warmup's effect over the gap
         "lm1-contrast-verdict": lm1[1][1].verdict,  # warmup's help to Post-LN minus Pre-LN
         "warmup-summary-14": warmup_summary(lm1, lrecs[0].config.n_dec),
         "lm1-post-warm-learned": sum(outcome.learned(r) for r in post_warm),
-        "lm1-post-warm-runs": len(post_warm)})
-    for key, e in (("lm1-warm", warm), ("lm1-gap", gap)):
-        glue_all(effect_values(e) | {"-verdict": e.verdict, "-abs": abs(e.mean)}, key)
+        "lm1-post-warm-runs": len(post_warm), "lm1-warm-verdict": warm.verdict,
+        "lm1-warm-abs": abs(warm.mean), "lm1-warm-ci": effect_values(warm)["-ci"]}
+        | effect_values(gap, "lm1-gap"))
 
 
 def lm_stream(lrecs, placements, warm: str, lr: str) -> dict:
@@ -242,30 +233,12 @@ def logits_lr_figure(P, lrecs, fixes):
 
 
 def judge(claim: str, lrecs, profile: str) -> list:
-    """A claim's registered comparisons (:mod:`tfx.book.evidence`) and effects; glues
-    ``claim-<ID>``, ``status-<ID>``, ``<id>-status``, ``<id>-evidence``. A grid that lacks a
-    registered rate (quick) gets the comparisons it recorded."""
-    load = evidence.reading(lrecs)
-    comps = evidence.BY_CLAIM[claim]
-    here = [c for c in comps if results.select(load(c.experiment), **c.point)]
-    key = claim.lower().replace("-", "")
-    if len(here) == len(comps):
-        evidence.glue_claim(claim, profile, load=load)
-        status = evidence.status(claim, profile, load=load)
-        pairs = evidence.evaluate(claim, profile, load=load)
-    else:
-        pairs = [(c, c.effect(load(c.experiment))) for c in here]
-        judged = claim not in evidence.NOT_TESTABLE and pairs
-        status = (status_of([e.verdict for _, e in pairs]) if judged
-                  else "not testable at this scale")
-        text = "; ".join(f"{c.label(load(c.experiment))}: {e.describe()}, {e.verdict}" for c, e in pairs)
-        glue(f"claim-{claim}", text or "no registered rate recorded")
-        if claim not in evidence.NOT_TESTABLE:  # the halves, as glue_claim gives them
-            glue(f"parts-{claim}", evidence.parts_line(evidence.part_items(
-                [(c, e, e.verdict) for c, e in pairs])) if pairs else "no registered rate recorded")
-        glue_status(claim, status)
-    glue(f"{key}-status", status)
-    # each row headed by the half its records show ('behind at this budget', not 'failure')
+    """A claim's registered comparisons and effects (:func:`tfx.book.evidence.evaluate`, a
+    quick grid's those it recorded); glues :func:`tfx.book.evidence.glue_claim`'s keys,
+    ``<id>-status`` and ``<id>-evidence`` (each row headed by the half its records show)."""
+    load, key = evidence.reading(lrecs), claim.lower().replace("-", "")
+    glue(f"{key}-status", evidence.glue_claim(claim, profile, load=load))
+    pairs = evidence.evaluate(claim, profile, load=load)
     glue(f"{key}-evidence", md(effects_table([(c.label(load(c.experiment)), e) for c, e in pairs])))
     return pairs
 
@@ -357,28 +330,21 @@ def zl1(lrecs, best_lr: str, high_lr: str) -> dict:
 
 
 def ec1(ec: dict) -> dict:
-    """EC-1 at this scale from ``readings.entropy_collapse``: how the no-fix runs ended,
-    where the still-learning runs above the best rate part from the learned ones (``ec-*``),
-    the claims page's line and status."""
-    nofix, failed, learned, slow = ec["nofix"], ec["failed"], ec["learned"], ec["slow"]
-    ratio = "{:.0f} to {:.0f}".format(*ec["rate_ratio"]) if ec["rate_ratio"] else "—"
-    counts = outcome_counts(nofix)
-    why = (f"no run without a fix failed (outcome rule: {' or '.join(outcome.FAILED)})"
-           if not failed else f"the {len(failed)} failed runs are at other learning rates "
-           f"than the {len(learned)} learned ones")
-    measured = (f"no fix, {counts} ({len({r.seed for r in nofix})} seeds); runs still "
-                f"learning above the best rate ({len(slow)}) against those that learned "
-                f"({len(learned)}), at {ratio}× their rates: lowest head entropy apart from "
-                f"step {ec['ent_step']}, held-out loss (evaluated {ec['eval_every']} steps apart, "
-                f"entropy {ec['ent_every']}) from step {ec['loss_step']}")
+    """EC-1 at this scale from ``readings.entropy_collapse`` (``ec-*``, the words of its line
+    in :mod:`tfx.book.claims`): how the no-fix runs ended, where the still-learning runs above
+    the best rate part from the learned ones; its status."""
+    nofix, failed, learned = ec["nofix"], ec["failed"], ec["learned"]
     return {f"ec-{k}": v for k, v in {
-        "outcomes": counts, "failed": len(failed), "slow": len(slow), "learned": len(learned),
+        "outcomes": outcome_counts(nofix), "failed": len(failed), "slow": len(ec["slow"]),
+        "learned": len(learned), "seeds": len({r.seed for r in nofix}),
         "learned-lrs": ", ".join(sorted({r.point["lr"] for r in learned})) or "none",
         "ent-step": str(ec["ent_step"]) if ec["ent_step"] is not None else "no step",
         "loss-step": str(ec["loss_step"]) if ec["loss_step"] is not None else "no step",
-        "rate-ratio": ratio, "ent-every": ec["ent_every"], "eval-every": ec["eval_every"],
-        "why": why}.items()} | {
-        "claim-EC-1": f"{NOT_TESTABLE}: {why}; measured: {measured}", "status-EC-1": NOT_TESTABLE}
+        "rate-ratio": "{:.0f} to {:.0f}".format(*ec["rate_ratio"]) if ec["rate_ratio"] else "—",
+        "ent-every": ec["ent_every"], "eval-every": ec["eval_every"],
+        "why": f"no run without a fix failed (outcome rule: {' or '.join(outcome.FAILED)})"
+        if not failed else f"the {len(failed)} failed runs are at other learning rates than "
+        f"the {len(learned)} learned ones"}.items()} | {"status-EC-1": NOT_TESTABLE}
 
 
 def ec1_figure(P, ec: dict):
@@ -402,38 +368,23 @@ def ec1_figure(P, ec: dict):
     return fig
 
 
-def ch15_exercises() -> dict:
-    """Chapter 15's exercise answers (``ex14-*``): QK-norm's bound at d_h = 64, what a cap of
-    50 does to a logit of 8, and the z-loss at log Z = 7 against a 5-nat cross-entropy."""
-    import torch
-
-    from ..nn.blocks import softcap
-    from ..theory.logits import qk_norm_logit_bound
-
-    bound = qk_norm_logit_bound(64)
-    return {"bound": bound, "cap": bound - float(softcap(torch.tensor(bound), 50.0)),
-            "zloss": 1e-4 * 7.0**2, "zloss-share": 100 * 1e-4 * 7.0**2 / 5.0}
-
-
 # ------------------------------------------------- chapter 16: where the norm goes (PL-1)
 
-PLACEMENT_GLUE = {"pre": "pre", "peri-ln": "peri", "output-norm": "out", "post": "post",
-                  "sub-ln": "subln", "ln-scaling": "scaled", "dyt": "dyt"}  # scheme: glue name
+PLACEMENT_ROWS = ("pre", "peri-ln", "output-norm", "post", "sub-ln", "ln-scaling", "dyt")
 # The placements sweep's labels (experiments/placements.toml) and their schemes' keys.
 PLACEMENT_SCHEMES = {"Pre-LN": "pre", "Peri-LN": "peri-ln", "output norm": "output-norm",
                      "Pre-LN, 1/√ℓ": "ln-scaling", "Sub-LN": "sub-ln", "Post-LN": "post"}
 
 
 def placements_init(init: dict, depths, seeds: int) -> dict:
-    """PL-1's init values from ``norms.placement_summary``: per scheme (``pl1_<value>_<scheme>``)
-    and in ``pl1-init-table``; whether each fix holds the stream's growth per layer under half
+    """PL-1's init values from ``norms.placement_summary``: in ``pl1-init-table``, the growth per
+    layer of Pre-LN and the output norms (``pl1_slope_*``); whether each fix holds it under half
     Pre-LN's (``pl1_<scheme>_verdict``)."""
-    slope, stream, rows = init["slope"], init["stream"], []
-    out = {}
-    for name in [n for n in PLACEMENT_GLUE if n in init["rows"]]:
+    slope, rows = init["slope"], []
+    out = {f"pl1_slope_{k}": slope[n] for n, k in (("pre", "pre"), ("peri-ln", "peri"),
+                                                   ("output-norm", "out"))}
+    for name in [n for n in PLACEMENT_ROWS if n in init["rows"]]:
         vals = init["rows"][name]
-        out |= {f"pl1_{k}_{PLACEMENT_GLUE[name]}": v for k, v in zip(
-            ("slope", "first", "last", "grad", "change", "change_growth"), vals)}
         rows.append([LABELS.get(name, name), *(f.format(v) for f, v in zip(
             ("{:.2f}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.1e}", "×{:.1f}"), vals))])
     head = ["placement", "growth per layer", "after layer 1", "at the top",
@@ -455,7 +406,7 @@ def placements_init_figure(P, init: dict, depths, seeds: int):
     output change under a random 1 % perturbation."""
     fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.8)
     layers = np.arange(1, depths[-1] + 1)
-    for name in [n for n in PLACEMENT_GLUE if n in init["stream"]]:
+    for name in [n for n in PLACEMENT_ROWS if n in init["stream"]]:
         col = color(name)
         a.plot(layers, init["stream"][name], "o-", ms=3, color=col, label=LABELS.get(name, name))
         for ax, k in ((b, "grad_ratio"), (c, "rel_change")):
@@ -474,17 +425,16 @@ def placements_init_figure(P, init: dict, depths, seeds: int):
     return fig
 
 
-DEPTH_GLUE = {"pre": "pre", "deepnorm": "deepnorm", "admin": "admin", "t-fixup": "tfixup",
-              "ln-scaling": "scaled", "depth-mup": "mup"}  # scheme: glue name
+DEPTH_ROWS = ("pre", "deepnorm", "admin", "t-fixup", "ln-scaling", "depth-mup")
 
 
 def depth_scalings(mult: dict, slopes: dict, depths) -> dict:
-    """The depth scalings' log-log slopes (``norms.depth_slopes``) as ``ds_*`` and ``ds-table``."""
+    """The depth scalings' log-log slopes (``norms.depth_slopes``) in ``ds-table``, depth-μP's
+    measured one as ``ds_k_mup``."""
     measured, derived = slopes["measured"], slopes["derived"]
     rows = [[LABELS.get(name, name), f"{measured[name]:+.2f}", f"{derived[name]:+.2f}"]
-            for name in DEPTH_GLUE]
-    return {f"ds_{p}_{k}": v[name] for name, k in DEPTH_GLUE.items()
-            for p, v in (("k", measured), ("kpred", derived))} | {
+            for name in DEPTH_ROWS]
+    return {"ds_k_mup": measured["depth-mup"],
         "ds-table": md(md_table(["scheme", "measured slope", "derived slope"], rows)),
         "ds_rezero_max": float(mult["rezero"].max()), "ds_depth_min": depths[0],
         "ds_depth_max": depths[-1], "ds_seeds": next(iter(mult.values())).shape[1]}
@@ -496,7 +446,7 @@ def depth_scalings_figure(P, mult: dict, depths, slopes: dict):
     ns = np.array(depths, dtype=float)
     fig, a = figure(P, width=7, height=4.2)
     dense = np.arange(ns[0], ns[-1] + 1)  # every depth: the factors use whole N
-    for name in DEPTH_GLUE:
+    for name in DEPTH_ROWS:
         c, m = color(name), mult[name].mean(1)
         anchor = m[0] / norms.depth_factor(name, ns[:1])[0]
         a.plot(ns, m, "o", color=c, ms=5, label=f"{LABELS[name]}: "
@@ -519,7 +469,7 @@ def placements_trained(precs, names, lrs, lr: str) -> dict:
     rows = {f"{n} ÷ Pre-LN, lr {r}": v for (n, r), v in ratio.items()}
     post_runs = results.select(precs, placement="Post-LN")
     post_top = [top_stream(r) for r in post_runs]
-    out = sweep_sizes(precs, "layers:dec", "d:width", "steps", "batch", "seeds") | {
+    out = sizes(precs, "layers:dec", "d:width", "steps", "batch", "seeds") | {
         "lr": lr, "lrs": ", ".join(lrs), "lr-lo": lrs[0], "lr-hi": lrs[-1],
         "pre-growth": median(growths["Pre-LN"].values()),
         "pre-top": median(top["Pre-LN", lrs[-1]].values()),
@@ -536,12 +486,13 @@ def placements_trained(precs, names, lrs, lr: str) -> dict:
         "pre-hi-outcomes": outcome_counts(results.select(precs, placement="Pre-LN", lr=lrs[-1]))}
     for name, key in (("Peri-LN", "peri"), ("output norm", "out"), ("Pre-LN, 1/√ℓ", "scaled")):
         if name in best:
-            out |= {f"{key}-growth": median(growths[name].values()),
-                    f"{key}-best": median(bests[name].values()),
-                    f"{key}-hi-ratio": median(ratio[name, lrs[-1]].values()),
-                    f"{key}-lo-ratio": median(ratio[name, lrs[0]].values())}
+            out[f"{key}-growth"] = median(growths[name].values())
         if name in best and key != "scaled":
-            out[f"{key}-rate-ratio"] = best[name].lr / best["Pre-LN"].lr
+            out |= {f"{key}-best": median(bests[name].values()),
+                    f"{key}-rate-ratio": best[name].lr / best["Pre-LN"].lr}
+    if "Peri-LN" in best:
+        out |= {f"peri-{k}-ratio": median(ratio["Peri-LN", r].values())
+                for k, r in (("hi", lrs[-1]), ("lo", lrs[0]))}
     if "Sub-LN" in best:
         out |= {"subln-growth": median(growths["Sub-LN"].values()),
                 "subln-low": median(ratio["Sub-LN", lrs[0]].values())}
@@ -661,7 +612,7 @@ def norms_trained(nrecs, names, lrs, rn1, dy1, profile: str, load) -> dict:
            f"end, lr {hi}": per_seed(nrecs, saturated(-1), norm="DyT", lr=hi)}
     flat_and_high = (summ["DyT"]["median"] < summ["LayerNorm"]["median"]
                      and min(best["DyT"]) > max(best["LayerNorm"]))
-    out = {f"nt-{k}": v for k, v in sweep_sizes(nrecs, *SWEEP_SIZES).items()} | {
+    out = {f"nt-{k}": v for k, v in sizes(nrecs, *SWEEP_SIZES).items()} | {
         "nt-table": md(md_table(head, rows)), "dy1-train-best": dyt_best, "dy1-train-hi": hi,
         "dy1-train-sat-first": median(sat["first probe, best rate"].values()),
         "dy1-train-sat": median(sat["end, best rate"].values()),
@@ -678,8 +629,6 @@ def norms_trained(nrecs, names, lrs, rn1, dy1, profile: str, load) -> dict:
                            f"{median(best['LayerNorm']):.3f} (medians over seeds); LR sensitivity "
                            f"{summ[f]['median']:.2f} against {summ['LayerNorm']['median']:.2f}; "
                            f"at its best rate {b}, {s_end} % saturated at the end")
-        a = f"dy1-a{f.split('= ')[-1].replace('.', '')}-"
-        out |= {a + "sat": median(sat_end[f].values()), a + "best": median(best[f])}
     ctrl = dy1_controls(nrecs)
     return out | (dy1_control_effects(nrecs) if len(ctrl) == 2 else {}) | {
         "dy1-alpha-table": md(md_table(["variant", "best rate", "best held-out loss (median)",
@@ -689,7 +638,6 @@ def norms_trained(nrecs, names, lrs, rn1, dy1, profile: str, load) -> dict:
             "Not yet recorded: `experiments/norms.toml` holds the controls *DyT, no √d "
             "embedding scale* and *no norm*, queued for a later session."),
         "dy1-evidence": md(effects_table(dy1)),
-        "rn1-train": evidence.describe("RN-1", profile, load=load),
         "claim-RN-1": evidence.describe("RN-1", profile, load=load),
         "claim-DY-1": evidence.describe("DY-1", profile, load=load),
         "dy1-train": f"{dy1[0][0].says}: {dy1[0][1].describe()}, {dy1[0][1].verdict}",

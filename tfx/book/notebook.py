@@ -132,14 +132,16 @@ SIZES = {"seeds": lambda rs: len({r.seed for r in rs}), "runs": len,
          "layers": lambda rs: f"{rs[0].config.n_enc}+{rs[0].config.n_dec}"}
 
 
-def glue_sizes(prefix: str, records, *sizes: str, sep: str = "-") -> None:
-    """Glue ``<prefix><sep><size>`` for each of ``sizes`` (a key of :data:`SIZES`, or
-    ``"name:size"`` to glue it as ``<prefix><sep><name>``): the sizes of recorded runs, the
-    numbers a page states of a sweep (seeds, runs, rates; the first run's steps, rate, warmup,
-    batch, depth, width)."""
-    for size in sizes:
-        name, _, size = size.rpartition(":")
-        glue(f"{prefix}{sep}{name or size}", SIZES[size](records))
+def sizes(records, *names: str) -> dict:
+    """``{name: value}`` for each of ``names`` (a key of :data:`SIZES`, or ``"name:size"`` to give
+    it as ``name``): the sizes of recorded runs, the numbers a page states of a sweep (seeds,
+    runs, rates; the first run's steps, rate, warmup, batch, depth, width)."""
+    return {name or size: SIZES[size](records) for name, _, size in (n.rpartition(":") for n in names)}
+
+
+def glue_sizes(prefix: str, records, *names: str, sep: str = "-") -> None:
+    """Glue :func:`sizes` ``names`` of ``records`` as ``<prefix><sep><name>``."""
+    glue_all(sizes(records, *names), prefix + sep)
 
 
 def interval(name: str, e: dict, parts=("", "_lo", "_hi")) -> dict:

@@ -349,3 +349,43 @@ def effects_figure(profile, items, title: str = "", xlabel: str = "paired differ
         effects_plot(ax, rows, title=head, xlabel=label)
         ax.tick_params(axis="y", labelsize=9)  # readable where the page shrinks the figure
     return fig
+
+
+# ------------------------------------------------------------------ chapters 8-10's sweeps
+# Colours of the variants of the recorded sweeps (experiments/t-fixup, lipschitz).
+TFIXUP_COLORS = {"T-Fixup": color("t-fixup"), "T-Fixup, weights only": color("t-fixup-weights"),
+                 "T-Fixup, embeddings only": color("t-fixup-embeddings"),
+                 "Xavier, no LN": color("none"), "Post-LN": color("post"),
+                 "Post-LN, warmup": color("post+warmup"), "Pre-LN": color("pre")}
+LIPSCHITZ_COLORS = {"Lipschitz": color("lipschitz"),
+                    "Lipschitz linears": color("lipschitz-linears"),
+                    "Xavier": color("post"), "Xavier, warmup": color("post+warmup")}
+# experiments/warm-baselines.toml: the fixes without warmup against Post-LN with two warmups
+WARM_BASELINE_COLORS = {"T-Fixup": color("t-fixup"), "Lipschitz": color("lipschitz"),
+                        "Post-LN, warmup 100": color("post+warmup"),
+                        "Post-LN, warmup 300": color("post+long-warmup"), "Pre-LN": color("pre")}
+LOG_ABOVE = 5.0  # an lr_figure panel whose losses reach this many times chance is drawn on a log axis
+
+
+def lr_figure(P, records, axis: str, groups: dict, colors: dict | None = None, title: str = ""):
+    """:func:`lr_curves` in one panel per entry of ``groups`` (``{panel title:
+    [variants of axis]}``), on a log y axis where losses reach ``LOG_ABOVE`` × chance, else from 0."""
+    from ..runs import sensitivity
+
+    fig, axes = figure(P, ncols=len(groups), width=min(5.0 * len(groups) + 0.6, 9.6), height=4.0,
+                       task=records[0].task)
+    for ax, (panel, variants) in zip(np.atleast_1d(axes), groups.items()):
+        mine = [r for r in records if r.point[axis] in variants]
+        lr_curves(ax, mine, variants, axis=axis, colors=colors)
+        ys = [y for line in ax.get_lines() for y in line.get_ydata() if math.isfinite(y) and y > 0]
+        if max(ys) > LOG_ABOVE * records[0].history.chance_loss:
+            ax.set(yscale="log", ylim=(min(ys) / 2, max(ys) * 3))
+        else:
+            ax.set_ylim(0, max(ys) * 1.15)
+        if not all(math.isfinite(sensitivity.curve_loss(r)) for r in mine):
+            ax.plot([], [], "x", color=GREYS["ink"], label="× diverged, at the loss it started from")
+        ax.set_title(panel, fontsize=10)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig

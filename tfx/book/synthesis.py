@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import claims
-from .claims import BY_ID, CLAIMS, STATUSES
+from .claims import BY_ID, CLAIMS, STATUSES, verdict_tally
 from .notebook import md_table
 
 CONTEXT = "context"  # a paper's result quoted for context: nothing to judge
@@ -211,15 +211,14 @@ def gpu_status(load=None) -> dict:
 def gpu_verdicts(load=None) -> list:
     """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers, for any
     claim, that the GPU (``full``-profile) records in so far can read, judged as the book
-    profile's are (:func:`tfx.book.training_pages.gpu_effects`). ``load(name)``: an
+    profile's are (:func:`tfx.book.evidence.gpu_effects`). ``load(name)``: an
     experiment's GPU records (default: the checkout's ``results/`` or the shipped copy)."""
     from . import evidence
-    from .training_pages import gpu_effects
 
     load = load or _full_records
     names = sorted({c.experiment for comps in evidence.BY_CLAIM.values() for c in comps})
     gpu = {n: recs for n in names if (recs := load(n))}
-    return gpu_effects(gpu, claims=tuple(evidence.BY_CLAIM))
+    return evidence.gpu_effects(gpu, claims=tuple(evidence.BY_CLAIM))
 
 
 def gpu_verdicts_sentence(items, load=None) -> str:
@@ -227,8 +226,6 @@ def gpu_verdicts_sentence(items, load=None) -> str:
     at this scale', or that none can be read yet, from :func:`gpu_verdicts`; each verdict as
     :meth:`tfx.book.evidence.Comparison.verdict` gives it on the GPU records (``load``, as for
     :func:`gpu_verdicts`): a converged-quality comparison on runs still falling is not testable."""
-    from .training_pages import verdict_tally
-
     if not items:
         return "no registered comparison can be read from them yet"
     load = load or _full_records

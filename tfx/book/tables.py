@@ -8,6 +8,7 @@
     seed_table          one value per seed, a row per setting
     sensitivity_table   the LR sensitivity (Wortsman et al. 2023, §3.1) of each variant
     gpu_records         a chapter's GPU records: provenance and tables, or one sentence
+    effect_text         '-2.58 nats (95 % interval -2.61 to -2.55)': an effect in words
     label_table         recorded runs per label: outcomes, best held-out loss, BLEU
 
 A chapter's own one-off table stays beside its figure in its part's pages module; a table two
@@ -150,6 +151,14 @@ def gpu_records(gpu: dict, axes: dict) -> str:
 def rate_name(lr: float) -> str:
     """A learning rate as the experiment files write it: 3e-3, 1e-1."""
     return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e+")
+
+
+def effect_text(e, fmt=Signed) -> str:
+    """'−2.58 nats (95 % interval −2.61 to −2.55)': a paired effect's mean and interval, the
+    words a sentence needs (the verdict is said by the sentence, not pasted into it)."""
+    unit = f" {e.unit}" if e.unit else ""
+    ci = f"95 % interval {interval_text(e, fmt)}" if math.isfinite(e.low) else "one seed: no interval"
+    return f"{fmt.format(e.mean)}{unit} ({ci})"
 
 
 def label_table(recs) -> str | None:

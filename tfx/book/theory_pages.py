@@ -360,25 +360,11 @@ def glue_profiles(stats: dict, shape_iv: dict, shape: dict, depth: int) -> str:
     rows, v = [], {"depth": depth}
     for pl in ("post", "pre"):
         s, iv = stats[pl], shape_iv[pl]
-        v |= {f"{pl}_spearman": s["spearman"], f"{pl}_ratio": s["last_over_first"],
-              f"shape_{pl}": shape[pl], **interval(f"{pl}_slope", iv)}
+        v |= {f"{pl}_spearman": s["spearman"], f"shape_{pl}": shape[pl],
+              **interval(f"{pl}_slope", iv)}
         rows.append((f"{pl.capitalize()}-LN", shape[pl], f"{s['spearman']:+.2f}",
                      f"{s['last_over_first']:.2f}",
                      f"{iv['exponent']:+.2f} ({iv['low']:+.2f} to {iv['high']:+.2f})"))
     glue_all(v, "ln5_")
     return md_table(("placement", "shape", "Spearman ρ", "top / bottom",
                      "log-log slope (95 % interval)"), rows)
-
-
-def gradient_exercises(P, task, seeds: int = 3) -> dict:
-    """Chapter 4's exercises, measured. Ex. 2: the Pre-LN exponent of LN-4 without the √d
-    embedding scale, over ``P.depths`` and ``seeds`` seeds. Ex. 3: E‖x^{post,5}‖²/d of
-    Post-LN models with FFN width r·d beside Lemma 2's. Keys ``ln4_ex2_*``, ``ln3_ex3_*``."""
-    kw = P.model_kwargs()
-    last = gradients.last_ffn_grads(task, "pre", P.depths, seeds, batch_size=P.batch_size,
-                                    embed_scale=False, **kw)
-    out = interval("ln4_ex2", fit.exponent_interval(P.depths, last), ("_k", "_lo", "_hi"))
-    out["ln4_ex2_seeds"] = seeds
-    for r, v in hidden.post_ln_width_norms(task, (1, 2, 8), P.deep, P.batch_size, **kw).items():
-        out |= {f"ln3_ex3_r{r}": v, f"ln3_ex3_r{r}_pred": hidden.post_ln_sum_norm(r)}
-    return out

@@ -1,25 +1,20 @@
-"""What the training chapters (11, 12 and 13: warmup, Adam and depth) show but do not teach.
-
-A chapter keeps the code a reader learns from (a sweep loaded, an effect computed, a probe
-called); the tables, the verdict lines and the drawing of its figures live here, so that the
-page reads as prose with captioned figures (``tfx/book/page.py``).
-
-    effects_sentence    a plain sentence from effects: what was compared, by how much, verdict
-    …_figure            each chapter's figures, drawn from recorded sweeps
-"""
+"""The figures, tables and verdict lines of the training chapters (11, 12 and 13: warmup,
+Adam and depth). What they compute lives in the runs and theory wings (:mod:`tfx.runs.curves`,
+:mod:`tfx.runs.effects`, :mod:`tfx.runs.sensitivity`, :mod:`tfx.theory.adam`); the tally of
+verdicts is :func:`tfx.book.claims.verdict_tally`."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ..runs import effects, outcome, results, sensitivity
-from ..runs.sweep import first_step_below
+from ..runs import curves, effects, outcome, results, sensitivity
+from ..theory import adam, dependency
 from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, effects_figure, warmup_colors,
                    figure, lr_curves)
 from . import evidence
 from .notebook import glue, glue_figure, glue_sizes, md_table  # noqa: F401 (chapters call pages.glue_figure, pages.glue_sizes)
-from .tables import Signed, cell, interval_text, outcome_counts
+from .tables import Signed, cell, interval_text, learned_at, outcome_counts
 
 # The architectures of the depth, warmup and translation sweeps, by label, in plot.COLORS'.
 PALETTE = {label: color(scheme) for label, scheme in (
@@ -54,54 +49,7 @@ def effects_sentence(opening: str, items, fmt=Signed, interval: bool = True) -> 
     return f"{opening} " + "; ".join(parts) + "."
 
 
-def verdict_tally(effects_) -> str:
-    """'2 of 6 reproduce, 4 are not resolved at this scale': the verdicts of ``effects_``
-    (Effects, or verdict words such as :meth:`tfx.book.evidence.Comparison.verdict` gives,
-    *not testable at this scale* among them)."""
-    verdicts = [e if isinstance(e, str) else e.verdict for e in effects_]
-    if not verdicts:
-        raise ValueError("effects_ must hold at least one Effect")
-    parts = []
-    for v in ("reproduces", "reversed", "not resolved at this scale", "not testable at this scale"):
-        n = verdicts.count(v)
-        if n:
-            of = "" if parts else f" of {len(verdicts)}"
-            verb = {"reproduces": (v, "reproduce")}.get(v, (f"is {v}", f"are {v}"))[n != 1]
-            parts.append(f"{n}{of} {verb}")
-    return ", ".join(parts)
-
-
-# --------------------------------------------------------------------------- outcomes
-def median_first_last(rs):
-    """Median validation loss at the first and the last evaluation of runs ``rs``, and in
-    how many of them the last is the lower."""
-    firsts = [r.history.eval_loss[0] for r in rs]
-    lasts = [r.history.eval_loss[-1] for r in rs]
-    fell = sum(last < first for first, last in zip(firsts, lasts))
-    return float(np.median(firsts)), float(np.median(lasts)), fell
-
-
 # --------------------------------------------------------------------------- GPU section
-def gpu_effects(gpu: dict, claims=("AD-3", "WU-1")) -> list:
-    """``[(Comparison, Effect)]``: every comparison :mod:`tfx.book.evidence` registers for
-    ``claims`` that the GPU records ``gpu`` (``{experiment: records}``) can read (one at a
-    depth the GPU sweep did not run is left out, not failed)."""
-    return [(c, c.effect(gpu[c.experiment])) for claim in claims for c in evidence.BY_CLAIM[claim]
-            if gpu.get(c.experiment) and c.reads(gpu[c.experiment])]
-
-
-def best_rate_edge(records, **point) -> tuple | None:
-    """(where, best variant, 'lowest' or 'highest') for the group at ``point`` when its best
-    learning rate (:func:`tfx.runs.effects.best_rate`) sits at the edge of its grid, else None;
-    ``where`` names the group by its point's other axes ('Post-LN · warmup')."""
-    b = effects.best_rate(records, **point)
-    if b.bracketed:
-        return None
-    axis = effects.lr_axis(records)
-    where = " · ".join(str(v) for k, v in results.select(records, **point)[0].point.items() if k != axis)
-    return where, b.variant, "lowest" if b.lr == min(b.rates) else "highest"
-
-
 def gpu_edges(gpu: dict, items) -> list[str]:
     """'Post-LN, warmup: best at lr=0.0003, the lowest rate tried' for each side of an
     own-rate comparison in ``items`` whose best rate sits at the edge of its grid: there the
@@ -109,7 +57,7 @@ def gpu_edges(gpu: dict, items) -> list[str]:
     out = []
     for c, _ in items:
         for p in c.points() if c.own_rate else ():
-            edge = best_rate_edge(gpu[c.experiment], **p)
+            edge = effects.best_rate_edge(gpu[c.experiment], **p)
             text = edge and f"{edge[0]}: best at {edge[1]}, the {edge[2]} rate tried"
             if text and text not in out:
                 out.append(text)
@@ -180,7 +128,7 @@ def records_profile(P, records):
 
 def gpu_parts(gpu: dict, items, claim: str) -> str:
     """``claim``'s halves as the GPU records ``gpu`` show them: :func:`tfx.book.evidence.parts`'s
-    rule over the comparisons of ``claim`` in ``items`` (:func:`gpu_effects`), each half judged
+    rule over the comparisons of ``claim`` in ``items`` (:func:`tfx.book.evidence.gpu_effects`), each half judged
     on its own, a 'failure' whose runs still improve *behind at this budget*."""
     mine = [(c, e, c.verdict(gpu[c.experiment], e)) for c, e in items if c.claim == claim]
     if not mine:
@@ -207,8 +155,6 @@ def gpu_effects_figure(P, items, records):
 # --------------------------------------------------------------------------- chapter 11
 def radam_figure(P, t, betas2=(0.95, 0.98, 0.999)):
     """Left: Var[ψ] against ρ, exact and first order (eq-wu-var). Right: RAdam's r_t."""
-    from ..theory import adam
-
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.4)
     rho = np.geomspace(2.05, 2000, 400)
     ax1.plot(rho, adam.adaptive_lr_variance(rho, exact=True), color="k", label="exact")
@@ -226,12 +172,6 @@ def radam_figure(P, t, betas2=(0.95, 0.98, 0.999)):
     return fig
 
 
-def _final_or_top(rs, top):
-    """Each run's held-out loss at the end, capped at ``top``; a diverged run at ``top``."""
-    return [top if r.status == "diverged" else min(sensitivity.curve_loss(r), top)
-            for r in rs]
-
-
 def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
     """Left: Post-LN's final loss against warmup per optimiser, with the no-warmup fixes.
     Right: Post-LN's training curves at the higher Adam rate, every seed."""
@@ -240,7 +180,7 @@ def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, task=recs[0].task)
     x = np.arange(len(warmups))
     for k, (opt, c) in enumerate(zip(optimisers, OPTIMISER_SETTING_COLORS)):
-        ys = [_final_or_top(results.select(recs, optimizer=opt, **{"train.warmup": w}), top)
+        ys = [sensitivity.final_losses_capped(results.select(recs, optimizer=opt, **{"train.warmup": w}), top)
               for w in warmups]
         ax1.plot(x + 0.05 * k, [np.mean(y) for y in ys], "-", color=c, label=opt)
         for xi, y in zip(x, ys):
@@ -248,7 +188,7 @@ def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
     for name, fix, c in (("Pre-LN, Adam, no warmup", "Pre-LN, Adam", color("pre")),
                          ("Post-LN, RAdam, no warmup", "Post-LN, RAdam", color("radam"))):
         rs = results.select(fix_recs, fix=fix)
-        ax1.plot([-0.25] * len(rs), _final_or_top(rs, top), "D", color=c, ms=5, label=name)
+        ax1.plot([-0.25] * len(rs), sensitivity.final_losses_capped(rs, top), "D", color=c, ms=5, label=name)
     ax1.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
     ax1.set(xticks=x, xticklabels=warmups, ylabel="held-out loss at the end (nats)",
             yscale="log", title="Post-LN: final loss against warmup")
@@ -286,7 +226,7 @@ def post_ln_windows_figure(P, post_recs):
 
 def windows_table(records, rows: str, cols: str) -> str:
     """Markdown, per variant of ``rows`` × ``cols``: each seed's window (the rates it learned at,
-    :func:`tfx.runs.sensitivity.windows`) and the LR sensitivity's median and range."""
+    :func:`tfx.book.tables.learned_at`) and the LR sensitivity's median and range."""
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     cols_ = order(cols)
     table = []
@@ -294,18 +234,10 @@ def windows_table(records, rows: str, cols: str) -> str:
         cells = []
         for cn in cols_:
             rs = results.select(records, **{rows: rn, cols: cn})
-            win = ", ".join(map(str, sensitivity.windows(rs).values()))
             s = sensitivity.summarize(rs)
-            cells.append(f"{win} (LRS {s['median']:.2f}; {s['low']:.2f}–{s['high']:.2f})")
+            cells.append(f"{learned_at(rs)} (LRS {s['median']:.2f}; {s['low']:.2f}–{s['high']:.2f})")
         table.append([cell(rn), *cells])
     return md_table([rows, *map(cell, cols_)], table)
-
-
-def steps_to_target(runs, target):
-    """{seed: the first evaluation step at which the validation loss is at or below
-    ``target``} (None for a run that never gets there)."""
-    return {r.seed: first_step_below(r.history.eval_step, r.history.eval_loss, target)
-            for r in runs}
 
 
 def wu2_figure(P, groups, target, title):
@@ -355,39 +287,12 @@ def first_steps_table(first, names, seeds, recorded) -> str:
     from step 1 to their lowest, and the recorded run's final loss (Markdown)."""
     rows = []
     for w in names:
-        falls = first_steps_falls(first, w)
+        falls = adam.first_steps_falls(first, w)
         for s in seeds:
             fg, fu = (10 ** x for x in falls[s])
             rows.append([cell(w), s, f"{fg:.3g}", f"{fu:.3g}", f"{recorded[w][s]:.2f}"])
     return md_table(["warmup", "seed", cell("median |g| falls ×"), cell("median |Δθ|/η falls ×"),
                      "recorded final loss (nats)"], rows)
-
-
-def first_steps_falls(first, name) -> dict:
-    """``{seed: (fall of the embedding's median |g|, fall of the median |Δθ|/η)}`` for warmup
-    ``name``, in decades: log10 of each median's step-1 value over its lowest."""
-    return {s: (math.log10(fs.grad_median[0] / np.nanmin(fs.grad_median)),
-                math.log10(fs.update_median[0] / np.nanmin(fs.update_median)))
-            for (w, s), fs in first.items() if w == name}
-
-
-def wu3_effects(first, none, warm) -> dict:
-    """WU-3's paired effects ``{"gradient": Effect, "update": Effect}``, seed by seed: how many
-    more decades the medians of :func:`first_steps_falls` fall without warmup (``none``) than
-    with it (``warm``); the claim predicts 'higher'."""
-    falls = {w: first_steps_falls(first, w) for w in (none, warm)}
-    return {what: effects.paired({s: v[k] for s, v in falls[none].items()},
-                                 {s: v[k] for s, v in falls[warm].items()}, "higher",
-                                 a="no warmup", b="warmup", unit="decades")
-            for k, what in enumerate(("gradient", "update"))}
-
-
-def wu3_contrast(post: dict, pre: dict) -> dict:
-    """Is WU-3's collapse Post-LN's? Per measure ("gradient", "update"), Post-LN's extra fall
-    without warmup (:func:`wu3_effects`) minus Pre-LN's, paired by seed; 'higher' when the
-    collapse is Post-LN's more than any Transformer's under Adam."""
-    return {k: effects.paired(post[k].diffs, pre[k].diffs, "higher", a="Post-LN", b="Pre-LN",
-                              unit="decades") for k in post}
 
 
 # --------------------------------------------------------------------------- chapter 12
@@ -399,7 +304,7 @@ def depth_figure(P, recs, archs, depths, learned_level):
     x = np.arange(len(depths))
     for k, a in enumerate(archs):
         c = PALETTE.get(a, "k")
-        ys = [_final_or_top(results.select(recs, architecture=a, depth=dp), 1.15 * chance)
+        ys = [sensitivity.final_losses_capped(results.select(recs, architecture=a, depth=dp), 1.15 * chance)
               for dp in depths]
         ax1.plot(x + 0.04 * k, [np.mean(y) for y in ys], "-", color=c, label=a)
         for xi, y in zip(x, ys):
@@ -452,16 +357,6 @@ def warmup_axis_figure(P, wrecs, archs, w_names, w_steps, learned_level):
     return fig
 
 
-def dip_and_jump(runs, warmup_steps):
-    """Per run: the lowest validation loss while the rate still rises (before
-    ``warmup_steps``), the highest once the peak rate is reached, and the last (NaN where a
-    profile evaluates only at the end)."""
-    ev = lambda r: list(zip(r.history.eval_step, r.history.eval_loss))  # noqa: E731
-    dip = [min((v for s, v in ev(r) if s < warmup_steps), default=math.nan) for r in runs]
-    jump = [max((v for s, v in ev(r) if s >= warmup_steps), default=math.nan) for r in runs]
-    return dip, jump, [r.history.eval_loss[-1] for r in runs]
-
-
 def best_rate_curves(ax, recs, archs, learned_level: float, **point) -> None:
     """The held-out loss over training of each architecture of ``archs`` at its own best rate
     (:func:`tfx.runs.effects.runs_at_best_rate`) at ``point``, every seed, on ``ax``; the
@@ -501,16 +396,10 @@ def deep_figure(P, recs, archs, learned_level: float):
     return fig
 
 
-def loss_at_step(runs, step: int) -> list:
-    """Each run's held-out loss at its last evaluation at or before ``step``."""
-    return [max((s, v) for s, v in zip(r.history.eval_step, r.history.eval_loss) if s <= step)[1]
-            for r in runs]
-
-
 def long_runs_table(at_best: dict, budget: int) -> str:
     """Per ``(architecture, warmup)`` of ``at_best`` (its runs at its best rate): the rate, the
     median held-out loss at step ``budget`` and at the end, and the outcomes (Markdown)."""
-    rows = [[a, w, runs[0].point["lr"], f"{np.median(loss_at_step(runs, budget)):.2f}",
+    rows = [[a, w, runs[0].point["lr"], f"{np.median(curves.loss_at_step(runs, budget)):.2f}",
              f"{np.median([r.history.eval_loss[-1] for r in runs]):.2f}", outcome_counts(runs)]
             for (a, w), runs in at_best.items()]
     return md_table(["architecture", "warmup", "best rate", f"loss at step {budget} (median)",
@@ -535,57 +424,9 @@ def lr_panels_figure(P, recs, archs, axis: str, variants, title=str, rows=None):
     return fig
 
 
-def identical_reruns(runs, earlier) -> tuple[int, int]:
-    """(how many, of how many) of ``runs`` with a run in ``earlier`` of the same architecture,
-    seed and rate log the same training and held-out losses at every step as it."""
-    key = lambda r: (r.point.get("architecture"), r.seed, r.train_config.lr)  # noqa: E731
-
-    before = {key(r): r for r in earlier}
-    pairs = [(r, before[key(r)]) for r in runs if key(r) in before]
-    same = sum(a.history.loss == b.history.loss and a.history.eval_loss == b.history.eval_loss
-               for a, b in pairs)
-    return same, len(pairs)
-
-
-def rerun_sentence(same: int, matched: int, where: str) -> str:
-    """What :func:`identical_reruns` found, in a sentence for the page."""
-    if not matched:
-        return f"At {where} the runs do not repeat an earlier sweep's, so there is nothing to compare."
-    verdict = ("Same seed, same device, same numbers." if same == matched else
-               "The others differ: a rerun on this device did not reproduce its record.")
-    return (f"The runs at {where} repeat the learning-rate sweep's, trained again by a separate "
-            f"sweep: {same} of {matched} log the same training and held-out losses at every step "
-            f"as the earlier records. {verdict}")
-
-
-def gap_change_words(e) -> str:
-    """A gap's change read from the verdict of its paired effect (expect='lower': the gap at
-    the second setting minus at the first is predicted to fall), in words."""
-    return {"reproduces": "the gap narrows", "reversed": "the gap widens"}.get(
-        e.verdict, "no change of the gap that these seeds resolve")
-
-
-def stability_map(srecs, archs, b2s, lrs):
-    """{architecture: (mean final loss grid [lr × β₂], marks grid, failed cells)}: a cell is
-    marked D if a seed diverged, N if a seed did not learn (tfx.runs.outcome)."""
-    chance = srecs[0].history.chance_loss
-    out = {}
-    for a in archs:
-        grid = np.full((len(lrs), len(b2s)), np.nan)
-        marks = [["" for _ in b2s] for _ in lrs]
-        for i, lr in enumerate(lrs):
-            for j, b2 in enumerate(b2s):
-                rs = results.select(srecs, architecture=a, beta2=b2, **{"train.lr": lr})
-                grid[i, j] = np.mean(_final_or_top(rs, chance))
-                verdicts = [outcome.judge(r).verdict for r in rs]
-                marks[i][j] = ("D" if "diverged" in verdicts else
-                               "N" if "did not learn" in verdicts else "")
-        out[a] = (grid, marks, sum(bool(m) for row in marks for m in row))
-    return out
-
-
 def stability_map_figure(P, smap, b2s, lrs, chance):
-    """One heat map per architecture of :func:`stability_map`, one shared colour bar."""
+    """One heat map per architecture of :func:`tfx.runs.sensitivity.stability_map`, one shared
+    colour bar."""
     fig, axes = figure(P, ncols=len(smap), width=9.4, height=3.2)
     for ax, (a, (grid, marks, failed)) in zip(np.atleast_1d(axes), smap.items()):
         im = ax.imshow(grid, origin="lower", cmap="magma_r", vmin=0, vmax=chance,
@@ -636,17 +477,9 @@ def effective_depth_trained_figure(P, ed_runs, title_depth):
     return fig
 
 
-def effective_depth_means(ed_runs) -> dict:
-    """``{(architecture, stack): (mean at init, mean trained)}`` over the seeds of ``ed_runs``
-    (``{(architecture, seed): (before, after)}``, each ``{stack: Σ β²_ii}``)."""
-    seeds = sorted({s for _, s in ed_runs})
-    return {(a, st): tuple(float(np.mean([ed_runs[a, s][k][st] for s in seeds])) for k in (0, 1))
-            for a in dict.fromkeys(a for a, _ in ed_runs) for st in ("encoder", "decoder")}
-
-
 def effective_depth_table(ed_runs) -> str:
     """Mean over seeds of the effective depth at initialisation → trained, per stack."""
-    means = effective_depth_means(ed_runs)
+    means = dependency.effective_depth_means(ed_runs)
     rows = [[cell(a), *(f"{means[a, st][0]:.2f} → {means[a, st][1]:.2f}"
                         for st in ("encoder", "decoder"))] for a in dict.fromkeys(a for a, _ in means)]
     return md_table(["architecture", "encoder: at init → trained", "decoder: at init → trained"],
@@ -692,9 +525,10 @@ def translation_figure(P, trecs, archs, warms, lrs):
 
 def bracket_sentence(records) -> str:
     """'every group's best rate lies inside it', or 'the best of Post-LN · none (1e-3, the
-    lowest) sits at its edge, so there the optimum is not located' (:func:`best_rate_edge`)."""
+    lowest) sits at its edge, so there the optimum is not located'
+    (:func:`tfx.runs.effects.best_rate_edge`)."""
     named = [f"{e[0]} ({e[1]}, the {e[2]})"
-             for g in effects.groups(records) if (e := best_rate_edge(records, **g))]
+             for g in effects.groups(records) if (e := effects.best_rate_edge(records, **g))]
     if not named:
         return "every group's best rate lies inside it"
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]

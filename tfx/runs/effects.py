@@ -250,3 +250,37 @@ def at_best_rate(records, axis: str, a: str, b: str, expect: str, value=end_loss
         sides.append((f"{name} @ {best.variant}", per_seed(records, value, **{axis: name, lr: best.variant}, **point)))
     (na, va), (nb, vb) = sides
     return paired(va, vb, expect, na, nb, unit)
+
+
+def best_rate_edge(records, **point) -> tuple | None:
+    """(where, best variant, 'lowest' or 'highest') for the group at ``point`` when its best
+    learning rate (:func:`best_rate`) sits at the edge of its grid, else None; ``where`` names
+    the group by its point's other axes ('Post-LN · warmup')."""
+    b = best_rate(records, **point)
+    if b.bracketed:
+        return None
+    axis = lr_axis(records)
+    where = " · ".join(str(v) for k, v in select(records, **point)[0].point.items() if k != axis)
+    return where, b.variant, "lowest" if b.lr == min(b.rates) else "highest"
+
+
+# ---------------------------------------------------------------- Adam's first steps (WU-3)
+def wu3_effects(first, none, warm) -> dict:
+    """WU-3's paired effects ``{"gradient": Effect, "update": Effect}``, seed by seed: how many
+    more decades the medians of :func:`tfx.theory.adam.first_steps_falls` fall without warmup
+    (``none``) than with it (``warm``); the claim predicts 'higher'."""
+    from ..theory.adam import first_steps_falls
+
+    falls = {w: first_steps_falls(first, w) for w in (none, warm)}
+    return {what: paired({s: v[k] for s, v in falls[none].items()},
+                         {s: v[k] for s, v in falls[warm].items()}, "higher",
+                         a="no warmup", b="warmup", unit="decades")
+            for k, what in enumerate(("gradient", "update"))}
+
+
+def wu3_contrast(post: dict, pre: dict) -> dict:
+    """Is WU-3's collapse Post-LN's? Per measure ("gradient", "update"), Post-LN's extra fall
+    without warmup (:func:`wu3_effects`) minus Pre-LN's, paired by seed; 'higher' when the
+    collapse is Post-LN's more than any Transformer's under Adam."""
+    return {k: paired(post[k].diffs, pre[k].diffs, "higher", a="Post-LN", b="Pre-LN", unit="decades")
+            for k in post}

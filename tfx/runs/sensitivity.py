@@ -22,9 +22,11 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
+
 from .effects import best_rate, end_loss
 from .outcome import judge, learned
-from .results import final_eval_loss, start_loss
+from .results import final_eval_loss, select, start_loss
 
 
 def curve_loss(rec) -> float:
@@ -234,3 +236,28 @@ def lowest_rate_above(records, level: float):
 
     rates = [name for _, name in sorted({r.train_config.lr: r.point["lr"] for r in records}.items())]
     return next((lr for lr in rates if all(end_loss(r) > level for r in select(records, lr=lr))), None)
+
+
+def final_losses_capped(records, top: float) -> list:
+    """Each run's held-out loss at the end (:func:`curve_loss`), capped at ``top``; a diverged
+    run at ``top``: what a figure of final losses draws."""
+    return [top if r.status == "diverged" else min(curve_loss(r), top) for r in records]
+
+
+def stability_map(records, archs, b2s, lrs) -> dict:
+    """{architecture: (mean final loss grid [lr × β₂], marks grid, failed cells)}: the final
+    loss capped at chance (:func:`final_losses_capped`); a cell is marked D if a seed diverged,
+    N if a seed did not learn (:func:`tfx.runs.outcome.judge`)."""
+    chance = records[0].history.chance_loss
+    out = {}
+    for a in archs:
+        grid = np.full((len(lrs), len(b2s)), np.nan)
+        marks = [["" for _ in b2s] for _ in lrs]
+        for i, lr in enumerate(lrs):
+            for j, b2 in enumerate(b2s):
+                rs = select(records, architecture=a, beta2=b2, **{"train.lr": lr})
+                grid[i, j] = np.mean(final_losses_capped(rs, chance))
+                verdicts = [judge(r).verdict for r in rs]
+                marks[i][j] = "D" if "diverged" in verdicts else "N" if "did not learn" in verdicts else ""
+        out[a] = (grid, marks, sum(bool(m) for row in marks for m in row))
+    return out

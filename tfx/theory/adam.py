@@ -237,3 +237,12 @@ def least_moved(first_step: dict, lr: float) -> dict:
     name = min(first_step["update_rms"], key=first_step["update_rms"].get)
     return {"frac": first_step["update_rms"][name] / lr, "grad": first_step["grad_rms"][name],
             "name": name.removesuffix(".weight")}
+
+
+def first_steps_falls(first, name) -> dict:
+    """``{seed: (fall of the embedding's median |g|, fall of the median |Δθ|/η)}`` for warmup
+    ``name`` of ``first`` (``{(warmup, seed): FirstSteps}``, :func:`first_steps`), in decades:
+    log10 of each median's step-1 value over its lowest."""
+    return {s: (math.log10(fs.grad_median[0] / np.nanmin(fs.grad_median)),
+                math.log10(fs.update_median[0] / np.nanmin(fs.update_median)))
+            for (w, s), fs in first.items() if w == name}

@@ -398,8 +398,8 @@ def tfixup_lhs_summary(lhs: dict, fits: dict, depths) -> dict:
 
 def v1_scale_summary(scales: dict) -> dict:
     """LP-1 and LP-3 in numbers, from :func:`v1_residual_scales` of v1 models by init
-    (``{init: {stack: ...}}``, with "xavier" and "lipschitz"): per init and stack σ's mean,
-    largest and first value, the mean w/σ, the share of the embedding carried to the top, the
+    (``{init: {stack: ...}}``, with "xavier" and "lipschitz"): per init and stack σ's mean
+    and largest value, the mean w/σ, the share of the embedding carried to the top, the
     mean range b − a and the count of σ ≤ 1 (``<what>_<init>_<stack>``); the sub-layers per
     stack (``n_sub_<stack>``); and the encoder's carried share, Lipschitz over Xavier
     (``carried_ratio``)."""
@@ -407,7 +407,7 @@ def v1_scale_summary(scales: dict) -> dict:
     for init, sc in scales.items():
         for stack, r in sc.items():
             s = r["sigma"]
-            for k, v in (("sigma_mean", s.mean()), ("sigma_max", s.max()), ("sigma_first", s[0]),
+            for k, v in (("sigma_mean", s.mean()), ("sigma_max", s.max()),
                          ("ratio_mean", r["w_over_sigma"].mean()), ("carried", r["carried"][-1]),
                          ("range", r["range"].mean())):
                 out[f"{k}_{init}_{stack}"] = float(v)

@@ -223,3 +223,12 @@ def profiling_effect(b2_prof: dict, out_change: dict) -> dict:
             "share": geo_mean(b2_prof["train"][1:] / b2_prof["eval"][1:]),
             **{f"change_{k}": float(v["train"].mean() / v["eval"].mean()) for k, v in out_change.items()},
             "every_seed": all((v["train"] < v["eval"]).all() for v in out_change.values())}
+
+
+def effective_depth_means(ed_runs) -> dict:
+    """``{(architecture, stack): (mean at init, mean trained)}`` over the seeds of ``ed_runs``
+    (``{(architecture, seed): (before, after)}``, each ``{stack: Σ β²_ii}`` of
+    :func:`effective_depth`)."""
+    seeds = sorted({s for _, s in ed_runs})
+    return {(a, st): tuple(float(np.mean([ed_runs[a, s][k][st] for s in seeds])) for k in (0, 1))
+            for a in dict.fromkeys(a for a, _ in ed_runs) for st in ("encoder", "decoder")}

@@ -519,3 +519,21 @@ def last_layer_summary(depths, last: dict, expo: dict, embed: float, growth: flo
                 f"{pl}_verdict": "inside" if e["low"] <= expected_exponent(pl) <= e["high"]
                 else "outside"}
     return out
+
+
+def gradient_exercises(task, depths, deep: int, batch_size: int, seeds: int = 3,
+                       **model_kwargs) -> dict:
+    """Chapter 4's exercises, measured. Ex. 2: the Pre-LN exponent of LN-4 without the √d
+    embedding scale, over ``depths`` and ``seeds`` seeds (``ln4_ex2_k``, ``_lo``, ``_hi``,
+    ``_seeds``). Ex. 3: E‖x^{post,5}‖²/d of ``deep``-layer Post-LN models with FFN width r·d
+    beside Lemma 2's (``ln3_ex3_r<r>``, ``ln3_ex3_r<r>_pred``)."""
+    from .fit import exponent_interval
+    from .hidden import post_ln_sum_norm, post_ln_width_norms
+
+    e = exponent_interval(depths, last_ffn_grads(task, "pre", depths, seeds, batch_size=batch_size,
+                                                 embed_scale=False, **model_kwargs))
+    out = {"ln4_ex2_k": e["exponent"], "ln4_ex2_lo": e["low"], "ln4_ex2_hi": e["high"],
+           "ln4_ex2_seeds": seeds}
+    for r, v in post_ln_width_norms(task, (1, 2, 8), deep, batch_size, **model_kwargs).items():
+        out |= {f"ln3_ex3_r{r}": v, f"ln3_ex3_r{r}_pred": post_ln_sum_norm(r)}
+    return out

@@ -32,7 +32,8 @@ import torch
 
 from ..nn.blocks import softcap  # c·tanh(z/c), the one the model uses (Gemma 2)
 
-__all__ = ["softmax_entropy", "qk_norm_logit_bound", "softcap", "LogitShift", "derive_logit_shift"]
+__all__ = ["softmax_entropy", "qk_norm_logit_bound", "softcap", "LogitShift", "derive_logit_shift",
+           "bound_cap_zloss"]
 
 
 def softmax_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -72,3 +73,13 @@ def derive_logit_shift(V: int = 3) -> LogitShift:
     formula = 2 * sp.log(z) * sp.exp(y[0]) / z
     return LogitShift(d_ce_d_shift=sp.simplify(sp.diff(ce, c)), d_zloss_d_y0=d_z, zloss_formula=formula,
                       zloss_matches=sp.simplify(d_z - formula) == 0)
+
+
+def bound_cap_zloss(d_head: int = 64, cap: float = 50.0, log_z: float = 7.0, ce: float = 5.0,
+                    coef: float = 1e-4) -> dict:
+    """QK-norm's bound √d_h at ``d_head`` (``bound``), what a soft-cap at ``cap`` takes off a
+    logit that size (``cap``), and the z-loss coef·(log Z)² at ``log_z`` (``zloss``), in % of a
+    ``ce``-nat cross-entropy (``zloss-share``)."""
+    bound = qk_norm_logit_bound(d_head)
+    return {"bound": bound, "cap": bound - float(softcap(torch.tensor(bound), cap)),
+            "zloss": coef * log_z**2, "zloss-share": 100 * coef * log_z**2 / ce}

@@ -256,8 +256,7 @@ def deepnorm_conventions(pairs) -> list[dict]:
 
 def diagnostics_summary(grid: dict, schemes, depths) -> dict:
     """An :func:`init_diagnostics_grid` at its largest depth in numbers: per scheme (``-`` as
-    ``_``) the relative output change under a random δ and after one Adam step, Σβ²_ii and the
-    decoder's gradient spread (``<scheme>_rel``, ``_adam``, ``_sb``, ``_dec``); Post-LN's and
+    ``_``) Σβ²_ii and the decoder's gradient spread (``<scheme>_sb``, ``_dec``); Post-LN's and
     Pre-LN's Adam change over DeepNorm's (``post_over_dn``, ``pre_over_dn``); DeepNorm's and
     Post-LN's random-δ change at the largest depth over the smallest (``dn_random_growth``,
     ``post_random_growth``) and whether it ``falls`` or ``grows`` (``dn_trend``,
@@ -267,8 +266,7 @@ def diagnostics_summary(grid: dict, schemes, depths) -> dict:
         raise ValueError(f"schemes: the ratios need {', '.join(missing)} (given: {', '.join(schemes)})")
     top = {s: grid[s, depths[-1]][0] for s in schemes}
     out = {f"{s.replace('-', '_')}_{k}": v for s, d in top.items()
-           for k, v in (("rel", d.rel_out_change), ("adam", d.rel_out_change_adam),
-                        ("sb", d.sum_beta_diag_sq), ("dec", d.grad_spread["decoder"]))}
+           for k, v in (("sb", d.sum_beta_diag_sq), ("dec", d.grad_spread["decoder"]))}
     out |= {"depth": depths[-1], "depth_min": depths[0]}
     for s in ("post", "pre"):
         out[f"{s}_over_dn"] = top[s].rel_out_change_adam / top["deepnorm"].rel_out_change_adam
