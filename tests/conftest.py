@@ -32,3 +32,14 @@ def pytest_collection_modifyitems(items):
     for item in items:
         for a, n in _CLAIM_IN_NAME.findall(item.name):
             item.extra_keyword_matches.add(f"{a}-{n}")
+
+
+@pytest.fixture(scope="module")
+def logits_records():
+    """The book profile's records of experiments/logits.toml (chapter 15), read once a module."""
+    from tfx.runs import results
+
+    recs = results.load("logits", "book")
+    if not recs:
+        pytest.skip("no book records of experiments/logits.toml")
+    return recs

@@ -1,7 +1,5 @@
 """The language-model chapters' page helpers (tfx.book.lm_pages): tables, sentences and
 figures laid out from what tfx.runs and tfx.book.evidence computed."""
-from types import SimpleNamespace
-
 import matplotlib
 import pytest
 
@@ -34,39 +32,6 @@ def test_warmup_summary_says_what_the_effects_say():
     helped = _effect([2.0, 2.1, 2.2], [1.0, 1.05, 1.1])
     text = lm_pages.warmup_summary([(None, helped), (None, gap)], 6)
     assert f"warmup lowered Post-LN's final held-out loss by {helped.mean:.2f} nats (" in text
-
-
-def test_gpu_section_says_the_gpu_runs_are_not_in_yet_and_shows_nothing(monkeypatch):
-    glued = {}
-    fake = lambda k, v, **_: glued.setdefault(k, v)
-    for module in (lm_pages, notebook):  # glue_all glues through tfx.book.notebook
-        monkeypatch.setattr(module, "glue", fake)
-    assert lm_pages.gpu_section([], rows="fix", cols="lr", key="lg-gpu-note") is None
-    assert "not in yet" in glued["lg-gpu-note"]
-
-
-def test_gpu_section_says_how_many_of_the_planned_runs_are_in(monkeypatch):
-    """The LM's GPU sweep, part-run (the H200 burst of 2026-11-30 ran 8 of its 40 runs): the
-    note counts them; all of them in, it says nothing of the kind."""
-    glued = {}
-    fake = lambda k, v, **_: glued.__setitem__(k, v)
-    for module in (lm_pages, notebook):  # glue_all glues through tfx.book.notebook
-        monkeypatch.setattr(module, "glue", fake)
-    recs = results.load("lm", "full")
-    if not recs:
-        pytest.skip("no GPU records of experiments/lm.toml")
-    lm_pages.gpu_section(recs[:8], rows="placement", cols="lr", key="lm-gpu-note")
-    assert glued["lm-gpu-note"].endswith(", 8 of its 40 runs so far (the rest wait for a GPU):")
-    lm_pages.gpu_section(recs[:8] * 5, rows="placement", cols="lr", key="lm-gpu-note")
-    assert "so far" not in glued["lm-gpu-note"]
-
-
-@pytest.fixture(scope="module")
-def logits_records():
-    recs = results.load("logits", "book")
-    if not recs:
-        pytest.skip("no book records of experiments/logits.toml")
-    return recs
 
 
 def test_logit_figure_shares_the_y_scale_across_fixes_and_stamps_the_lm_task(logits_records):

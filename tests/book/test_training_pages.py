@@ -108,62 +108,6 @@ def _comparisons(monkeypatch):
     return own, deep
 
 
-def test_gpu_edges_name_each_side_whose_best_rate_is_at_the_grid_edge(monkeypatch):
-    own, _ = _comparisons(monkeypatch)
-    gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    items = evidence.gpu_effects(gpu, claims=("AD-3",))
-    assert pages.gpu_edges(gpu, items) == ["A · 6: best at 1e-4, the lowest rate tried"]
-    high = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-1}, {"A": 2.0, "B": 1.0})}
-    assert pages.gpu_edges(high, evidence.gpu_effects(high, claims=("AD-3",))) == [
-        "B · 6: best at 1e-2, the highest rate tried"]
-    bracketed = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    assert pages.gpu_edges(bracketed, evidence.gpu_effects(bracketed, claims=("AD-3",))) == []
-
-
-def test_gpu_verdicts_markdown_puts_the_cpu_verdict_beside_the_gpu_one(monkeypatch):
-    _comparisons(monkeypatch)
-    gpu = {"gpu": _gpu_grid({"A": 1e-4, "B": 1e-3}, {"A": 2.0, "B": 1.0})}
-    cpu = {"gpu": _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 1.0, "B": 2.0})}
-    items = evidence.gpu_effects(gpu, claims=("AD-3",))
-    text = pages.gpu_verdicts_markdown(gpu, items, cpu).splitlines()
-    assert text[0].startswith("- **AD-3**, A at its best rate ends higher than B at its own. GPU: +1.00 nats")
-    assert "**reproduces**" in text[0] and text[0].endswith("CPU: -1.00 nats (95 % CI -1.00 to -1.00; "
-                                                            "0 of 5 seeds higher), reversed.")
-    assert text[1].endswith("A · 6: best at 1e-4, the lowest rate tried.")
-    assert "CPU" not in pages.gpu_verdicts_markdown(gpu, items)
-    assert pages.gpu_verdicts_markdown(gpu, []).startswith("No registered comparison")
-
-
-def test_gpu_scale_names_the_layers_width_precision_and_card():
-    r = SimpleNamespace(config=SimpleNamespace(n_enc=6, n_dec=6, d_model=512), amp_dtype="bfloat16",
-                        device="cuda", device_name="NVIDIA H200")
-    assert pages.gpu_scale([r]) == "6+6 layers, d 512, bfloat16 on NVIDIA H200"
-    lm = SimpleNamespace(config=SimpleNamespace(n_enc=8, n_dec=0, d_model=256), amp_dtype=None,
-                         device="cuda", device_name="")
-    assert pages.gpu_scale([lm]) == "8 layers, d 256, float32 on cuda"
-    deep = SimpleNamespace(config=SimpleNamespace(n_enc=18, n_dec=18, d_model=512), amp_dtype="bfloat16",
-                           device="cuda", device_name="NVIDIA H200")
-    # every depth the records hold, not the first record's alone
-    assert pages.gpu_scale([deep, r, r]) == "6+6 and 18+18 layers, d 512, bfloat16 on NVIDIA H200"
-
-
-def test_a_gpu_figure_is_stamped_with_its_records_profile_card_and_task_not_the_pages():
-    from tfx.book import evidence
-
-    c = evidence.Comparison("AD-3", "A ends higher than B", "gpu", "arch", "A", "B", "higher")
-    r = SimpleNamespace(config=SimpleNamespace(n_enc=6, n_dec=6, d_model=512), amp_dtype="bfloat16",
-                        device="cuda", device_name="NVIDIA H200", profile="full", task="big-corpus",
-                        experiment="gpu")
-    stamp = pages.records_profile(P, [r])
-    assert str(stamp) == "profile: full · device: NVIDIA H200 · task: big-corpus"
-    fig = pages.gpu_effects_figure(P, [(c, UP)], [r])
-    texts = [t.get_text() for t in fig.texts]
-    assert str(stamp) in texts and str(P) not in texts
-    assert fig.axes[0].get_title().startswith("6+6 layers, d 512, bfloat16 on NVIDIA H200")
-    empty = pages.gpu_effects_figure(P, [], [])
-    assert "not yet run on a GPU" in [t.get_text() for t in empty.axes[0].texts]
-
-
 def test_translation_tables_bold_each_rows_best_rate_and_count_its_failed_seeds():
     from tfx.runs import effects, results
 
@@ -194,24 +138,6 @@ def test_bracket_sentence_names_each_group_whose_best_rate_is_at_the_grid_edge()
     two = _gpu_grid({"A": 1e-4, "B": 1e-1}, {"A": 2.0, "B": 1.0})
     assert pages.bracket_sentence(two).startswith("the best of A · 6 (1e-4, the lowest) and B · 6 (1e-2, "
                                                   "the highest) sit at its edge")
-
-
-def test_gpu_parts_judge_the_gpu_records_half_by_half():
-    """The committed GPU records (H200, 6+6, 250 steps): AD-3's failure comparisons reproduce as
-    effects, but Post-LN's runs there are still learning, so the half reads 'behind at this
-    budget' and the failure itself is not shown (not resolved, named); no claim without GPU
-    comparisons reads anything."""
-    from tfx.book import claims, synthesis
-    from tfx.runs import results
-
-    items = synthesis.gpu_verdicts()
-    if not items:
-        pytest.skip("no GPU records committed")
-    gpu = {c.experiment: results.load(c.experiment, "full") for c, _ in items}
-    line = pages.gpu_parts(gpu, items, "AD-3")
-    assert "behind at this budget: reproduces" in line
-    assert line.endswith(f"failure: not resolved at this scale ({claims.UNSHOWN_FAILURE})")
-    assert pages.gpu_parts(gpu, items, "TF-2") == "none can be read yet"
 
 
 def test_the_first_steps_effective_depth_and_windows_tables_render_exactly():

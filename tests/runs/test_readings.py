@@ -6,14 +6,6 @@ from tfx.runs import readings, results
 LRS = ["1e-3", "3e-3", "1e-2", "3e-2", "1e-1", "3e-1"]
 
 
-@pytest.fixture(scope="module")
-def logits_records():
-    recs = results.load("logits", "book")
-    if not recs:
-        pytest.skip("no book records of experiments/logits.toml")
-    return recs
-
-
 def test_best_and_high_rate_read_the_no_fix_curve(logits_records):
     best, high = readings.best_and_high_rate(logits_records, LRS)
     assert LRS.index(high) > LRS.index(best)

@@ -16,7 +16,7 @@ from .claims import NOT_TESTABLE, glue_parts, part_verdict
 from .notebook import glue, glue_all, md, md_table, sizes
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
                    effects_figure, effects_plot, figure, log_ticks, lr_curves)
-from .tables import effects_table, gpu_records, learned_at, median_range, outcome_counts, seed_table
+from .tables import effects_table, learned_at, median_range, outcome_counts, seed_table
 
 
 def effect_values(e, key: str = "") -> dict:
@@ -35,21 +35,6 @@ def seed_lines(ax, recs, lrs, value, color, label: str, style: dict, **point) ->
 
 # a recorded LM sweep's size as the chapters state it (:func:`tfx.book.notebook.sizes`)
 SWEEP_SIZES = ("layers:dec", "d:width", "steps", "seeds", "rates", "lr-range")
-
-
-def gpu_section(rs, rows: str, cols: str, key: str):
-    """A chapter's GPU half from its ``full``-profile records ``rs``: glue ``key`` (in, or not
-    yet in) and return the records' Markdown (:func:`tfx.book.tables.gpu_records`) or None."""
-    if not rs:
-        glue(key, "The GPU runs of this sweep are not in yet; the box at the end of the page "
-                  "says how to run them.")
-        return None
-    from ..runs.experiment import Experiment
-
-    planned = len(Experiment.load(rs[0].experiment).runs("full"))
-    so_far = "" if len(rs) >= planned else f", {len(rs)} of its {planned} runs so far (the rest wait for a GPU)"
-    glue(key, f"The same sweep at the GPU's size (the full profile){so_far}:")
-    return md(gpu_records({rs[0].experiment: rs}, {rs[0].experiment: (rows, cols)}))
 
 
 # ------------------------------------------------------------ chapter 14: a decoder-only LM
