@@ -381,7 +381,7 @@ def lr_figure(P, records, axis: str, groups: dict, colors: dict | None = None, t
         if max(ys) > LOG_ABOVE * records[0].history.chance_loss:
             ax.set(yscale="log", ylim=(min(ys) / 2, max(ys) * 3))
         else:
-            ax.set_ylim(0, max(ys) * 1.15)
+            ax.set_ylim(0, max(ys) * 1.5)  # headroom: the legend sits above the curves
         if not all(math.isfinite(sensitivity.curve_loss(r)) for r in mine):
             ax.plot([], [], "x", color=GREYS["ink"], label="× diverged, at the loss it started from")
         ax.set_title(panel, fontsize=10)
