@@ -9,19 +9,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..runs import effects, outcome, results, traces
-from ..runs.readings import (log_z_pull, median, norm_sweep, per_seed, probe, saturated,
+from ..runs.effects import per_seed
+from ..runs.readings import (log_z_pull, median, norm_sweep, probe, saturated,
                              stream_growth, top_stream, top_streams)
 from . import evidence
 from .claims import NOT_TESTABLE, glue_parts, part_verdict
 from .notebook import glue, glue_all, md, md_table, sizes
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
                    effects_figure, effects_plot, figure, log_ticks, lr_curves)
-from .tables import effects_table, learned_at, median_range, outcome_counts, seed_table
+from .tables import effects_table, interval_text, learned_at, median_range, outcome_counts, seed_table
 
 
 def effect_values(e, key: str = "") -> dict:
     """A paired effect's mean (``<key>-mean``) and 95 % interval (``<key>-ci``)."""
-    return {f"{key}-mean": e.mean, f"{key}-ci": f"{e.low:+.2f} to {e.high:+.2f}"}
+    return {f"{key}-mean": e.mean, f"{key}-ci": interval_text(e, "{:+.2f}")}
 
 
 def seed_lines(ax, recs, lrs, value, color, label: str, style: dict, **point) -> None:

@@ -3,16 +3,13 @@
 over the rates, DyT's saturation, and the groups of runs EC-1 and ZL-1 compare. Read from
 records (:mod:`tfx.runs.results`); nothing here lays anything out.
 
-    readings.per_seed(recs, readings.probe("log_z"), fix="z-loss", lr="1e-2")  # {seed: log Z}
+    effects.per_seed(recs, readings.probe("log_z"), fix="z-loss", lr="1e-2")  # {seed: log Z}
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import effects, outcome, results, sensitivity, traces
-
-per_seed = effects.per_seed  # {seed: value(record)} over the records at a point
-
 
 def median(values) -> float:
     return float(np.median(list(values)))
@@ -60,10 +57,10 @@ def log_z_pull(lrecs, best_lr: str, high_lr: str) -> dict:
     (``traces.pull_to_zero``); per seed the z-loss's cost in best loss and log Z at the end
     (at ``best_lr`` and ``high_lr``) and at the first probe."""
     z, none = best_losses(lrecs, fix="z-loss"), best_losses(lrecs, fix="no fix")
-    log_z = {"start (first probe)": per_seed(lrecs, probe("log_z", 0), fix="no fix", lr=best_lr)}
+    log_z = {"start (first probe)": effects.per_seed(lrecs, probe("log_z", 0), fix="no fix", lr=best_lr)}
     for lr in (best_lr, high_lr):
         for f in ("no fix", "z-loss"):
-            log_z[f"{f}, lr {lr}"] = per_seed(lrecs, probe("log_z"), fix=f, lr=lr)
+            log_z[f"{f}, lr {lr}"] = effects.per_seed(lrecs, probe("log_z"), fix=f, lr=lr)
     return {"pulled": traces.pull_to_zero(results.select(lrecs, fix="z-loss"),
                                           results.select(lrecs, fix="no fix")),
             "cost": {s: z[s] - none[s] for s in z if s in none}, "log_z": log_z}
@@ -96,7 +93,7 @@ def top_streams(precs, names, lrs) -> dict:
     """The placements sweep's top stream per seed: ``top[(scheme, lr)]``, ``growth[scheme]``
     (at the highest rate ÷ the lowest), ``ratio[(scheme, lr)]`` (÷ Pre-LN's), ``best_loss``
     per scheme (:func:`best_losses`) and ``best_rate`` (``effects.best_rate``: lowest mean)."""
-    top = {(n, lr): per_seed(precs, top_stream, placement=n, lr=lr) for n in names for lr in lrs}
+    top = {(n, lr): effects.per_seed(precs, top_stream, placement=n, lr=lr) for n in names for lr in lrs}
     return {"top": top, "growth": {n: {s: top[n, lrs[-1]][s] / lo for s, lo in
                                        top[n, lrs[0]].items() if s in top[n, lrs[-1]]}
                                    for n in names},
@@ -114,5 +111,5 @@ def norm_sweep(nrecs, names) -> dict:
     best_rate = {f: effects.best_rate(nrecs, norm=f).variant for f in names}
     return {"summary": summ, "best_rate": best_rate,
             "best": {f: [v["best"] for v in summ[f]["per_seed"].values()] for f in names},
-            "saturated": {f: per_seed(nrecs, saturated(-1), norm=f, lr=best_rate[f])
+            "saturated": {f: effects.per_seed(nrecs, saturated(-1), norm=f, lr=best_rate[f])
                           for f in names if f == "DyT" or f.startswith("DyT, α")}}
