@@ -105,8 +105,6 @@ def test_colours_are_spelled_only_in_the_registry():
 
 
 def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
-    from tfx.book import training_pages
-
     assert set(plot.LABELS) <= set(plot.COLORS)
     together = {  # schemes that share a figure
         "the schemes": ("post", "pre", "admin", "rezero", "deepnorm", "t-fixup", "lipschitz", "none"),
@@ -117,7 +115,12 @@ def test_every_scheme_has_a_colour_and_schemes_drawn_together_differ():
     for name, keys in together.items():
         assert len({plot.COLORS[k] for k in keys}) == len(keys), name
     maps = {"TFIXUP_COLORS": plot.TFIXUP_COLORS, "LIPSCHITZ_COLORS": plot.LIPSCHITZ_COLORS,
-            "WARM_BASELINE_COLORS": plot.WARM_BASELINE_COLORS, "PALETTE": training_pages.PALETTE,
+            "WARM_BASELINE_COLORS": plot.WARM_BASELINE_COLORS,
+            "the depth sweeps' labels": [plot.ARCH_COLORS[k] for k in (
+                "Post-LN", "Pre-LN", "Admin", "Admin (profiling-free)", "T-Fixup (no LN)",
+                "Post-LN enc / Pre-LN dec", "Lipschitz init (Post-LN)")],
+            "the placements' labels": [plot.ARCH_COLORS[k] for k in (
+                "Post-LN", "Pre-LN", "Peri-LN", "output norm", "Pre-LN, 1/√ℓ", "Sub-LN")],
             "FIX_COLORS": plot.FIX_COLORS, "OUTCOME_COLORS": plot.OUTCOME_COLORS,
             "VERDICT_COLORS": plot.VERDICT_COLORS, "SUBLAYER_COLORS": plot.SUBLAYER_COLORS,
             "STACK_COLORS": plot.STACK_COLORS, "SEED_COLORS": plot.SEED_COLORS,
@@ -219,3 +222,109 @@ def test_lr_figure_is_stamped_with_its_records_task_not_the_profiles():
     fig = plot.lr_figure(P, recs, "scheme", {"all": schemes}, plot.WARM_BASELINE_COLORS)
     texts = [t.get_text() for t in fig.texts]
     assert any(t.endswith(f"task: {recs[0].task}") for t in texts), texts
+
+
+def _history(**kw):
+    from types import SimpleNamespace
+
+    base = dict(chance_loss=2.0, floor_loss=0.5, step=[1, 2, 3], loss=[2.0, 1.5, 1.0],
+                eval_step=[2, 3], eval_loss=[1.8, 1.2])
+    return SimpleNamespace(**(base | kw))
+
+
+def _hlines(ax) -> dict:
+    """{legend label or None: (y, linestyle, colour)} of the horizontal lines on ``ax``."""
+    from matplotlib.colors import to_hex
+
+    out = {}
+    for line in ax.get_lines():
+        ys = list(line.get_ydata())
+        if len(ys) == 2 and ys[0] == ys[1] and list(line.get_xdata()) == [0, 1]:
+            label = line.get_label()
+            out[None if label.startswith("_") else label] = (ys[0], line.get_linestyle(),
+                                                             to_hex(line.get_color()))
+    return out
+
+
+def test_loss_levels_draw_chance_floor_and_the_learned_level_each_in_its_one_look():
+    """Chance dotted, the floor dashed, the learned level dash-dotted in the outcome's green:
+    the same on every figure (LEVELS), labelled unless ``label=False``; no floor line where
+    the task has none, no learned line unless asked."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b, c) = plt.subplots(1, 3)
+    plot.loss_levels(a, _history(), learned=1.2)
+    assert _hlines(a) == {"chance": (2.0, ":", plot.GREYS["level"]),
+                          "floor": (0.5, "--", plot.GREYS["level"]),
+                          "learned at or below": (1.2, "-.", plot.OUTCOME_COLORS["learned"])}
+    plot.loss_levels(b, _history(floor_loss=0.0))
+    assert set(_hlines(b)) == {"chance"}
+    plot.loss_levels(c, _history(), label=False)
+    assert len(c.get_lines()) == 2 and c.get_legend_handles_labels() == ([], [])
+    plt.close(fig)
+
+
+def test_level_takes_another_label_and_refuses_an_unknown_kind():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    plot.level(ax, "learned", 1.0, "learned line")
+    plot.level(ax, "target", 0.3)
+    assert set(_hlines(ax)) == {"learned line", "target"}
+    with pytest.raises(ValueError, match="kind='ceiling'.*chance"):
+        plot.level(ax, "ceiling", 1.0)
+    plt.close(fig)
+
+
+def test_seed_curves_draws_every_run_and_labels_only_the_first():
+    import matplotlib.pyplot as plt
+    from types import SimpleNamespace
+
+    runs = [SimpleNamespace(history=_history(eval_loss=[1.8 + s, 1.2 + s])) for s in range(3)]
+    fig, (a, b) = plt.subplots(1, 2)
+    plot.seed_curves(a, runs, plot.color("post"), "Post-LN", ls="--")
+    assert [list(line.get_ydata()) for line in a.get_lines()] == [[1.8 + s, 1.2 + s] for s in range(3)]
+    assert a.get_legend_handles_labels()[1] == ["Post-LN"]
+    assert {line.get_linestyle() for line in a.get_lines()} == {"--"}
+    plot.seed_curves(b, runs, plot.color("pre"), curve="loss")  # the training loss instead
+    assert [list(line.get_xdata()) for line in b.get_lines()] == [[1, 2, 3]] * 3
+    assert b.get_legend_handles_labels() == ([], [])
+    plt.close(fig)
+
+
+def test_no_module_gives_a_colour_by_name_or_grey_level():
+    """A colour argument in tfx/book is a registry entry, never a literal such as "k",
+    "grey" or "0.6" (only "none", for an open marker), so that the greys of chance, a floor
+    or a guide look the same on every figure."""
+    import ast
+    from pathlib import Path
+
+    keywords = {"color", "c", "mfc", "mec", "fc", "ec", "facecolor", "edgecolor",
+                "markerfacecolor", "markeredgecolor"}
+    found = []
+    for path in sorted(Path(plot.__file__).parent.glob("*.py")):
+        if path.name == "plot.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.keyword) and node.arg in keywords:
+                values = ([node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp)
+                          else [node.value])
+                found += [f"{path.name}:{v.lineno} {node.arg}={v.value!r}" for v in values
+                          if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                          and v.value != "none"]
+    assert not found, found
+
+
+def test_a_label_has_one_colour_in_figures_and_explorers():
+    """label_color: a sweep's label takes its own colour, else its first word's scheme, else
+    the default; an explorer's series takes the same (before, "Pre-LN, 1/√ℓ" was Pre-LN's blue
+    in the explorer and ln-scaling's in the figures)."""
+    from tfx.book.explorer import Panel, _color
+
+    assert plot.label_color("Pre-LN, 1/√ℓ") == plot.COLORS["ln-scaling"] != plot.COLORS["pre"]
+    assert plot.label_color("Admin (profiling-free)") == plot.COLORS["admin-profiling-free"]
+    assert plot.label_color("Post-LN, lr 1e-3") == plot.COLORS["post"]
+    assert plot.label_color("seed 0") == plot.GREYS["ink"] and plot.label_color("seed 0", None) is None
+    for label in plot.ARCH_COLORS:
+        assert _color(Panel(title=""), label, 0) == plot.label_color(label)
+    assert _color(Panel(title=""), "seed 0", 1) == plot.UNNAMED_SERIES_COLORS[1]

@@ -51,7 +51,7 @@ def cross_drop_figure(P, measured, predicted, name="fig-05-cross-drop") -> str:
             label="measured ‖Δx_self‖ / ‖Δx_cross‖")
     ax.plot(layers, predicted, "s--", color=plot.GREYS["reference"], mfc="none",
             label="predicted 1/√(1 + Var f_cross)")
-    ax.axhline(1, color=plot.GREYS["guide"], lw=0.8)
+    plot.level(ax, "guide", 1)
     ax.set(ylim=(0, 1.2), xlabel="decoder layer l", ylabel="gradient kept across the sub-layer")
     ax.legend(loc="lower right")
     return glue_figure(name, fig)
@@ -85,7 +85,7 @@ def encoder_alone_figure(P, meas: dict, name="fig-05-encoder-alone") -> str:
             b.plot(gradients.branch_gains(runs, "forward_gain", kind).ravel(),
                    gradients.branch_gains(runs, "backward_gain", kind).ravel(), mk, ms=3, color=c,
                    mfc="none" if kind == "ffn" else c, label=f"{kind}, encoder {k}")
-    a.axhline(1, color=plot.GREYS["guide"], lw=0.8)
+    plot.level(a, "guide", 1)
     a.set(xlabel="encoder sub-layer i (bottom → top)", ylabel="‖Δx_i‖ / ‖Δx_top‖",
           title="gradient reaching each sub-layer")
     a.legend(fontsize=8)

@@ -50,8 +50,8 @@ class Panel:
     ``lines``/``points``/``bars``: {label: (xs, ys)}; bars are grouped side by side
     per x. ``heatmap``: a 2-D array (row i, column j; NaN cells are left blank) with
     colour range ``vmin``..``vmax``. ``styles``: {label: "dashed" | "faint" | "bold"}.
-    ``colors``: {label: "#rrggbb"} (default: the scheme's colour when the label's first
-    word is a scheme name, e.g. "post-LN", else a palette). ``note``: text under the
+    ``colors``: {label: "#rrggbb"} (default: :func:`tfx.book.plot.label_color`, the colour
+    the figures give the label, e.g. "post-LN", else a palette). ``note``: text under the
     title that may differ between states (a status, a fitted slope, a refusal; "\n"
     starts a new line; keep lines under ~45 characters).
     ``fixed_y``: in the HTML the y axis spans this panel's values in every state, so a
@@ -81,12 +81,11 @@ class Panel:
 
 
 def _color(panel: Panel, label: str, k: int) -> str:
-    from .plot import COLORS, UNNAMED_SERIES_COLORS
+    from .plot import UNNAMED_SERIES_COLORS, label_color
 
     if label in panel.colors:
         return panel.colors[label]
-    first = label.replace("-LN", " ").replace("(", " ").split()[0].lower() if label.strip() else ""
-    return COLORS.get(first, UNNAMED_SERIES_COLORS[k % len(UNNAMED_SERIES_COLORS)])
+    return label_color(label, UNNAMED_SERIES_COLORS[k % len(UNNAMED_SERIES_COLORS)])
 
 
 def _num(v: float):

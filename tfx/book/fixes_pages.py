@@ -89,7 +89,7 @@ def tfixup_lhs_figure(P, lhs: dict, fits: dict):
                 r = lhs[m_kind][init][stack]
                 ax.loglog(r["L"], r["lhs"], marker + "-",
                           color=color("t-fixup" if init == "t-fixup" else "none"),
-                          mfc="white" if stack == "decoder" else None,
+                          mfc=GREYS["paper"] if stack == "decoder" else None,
                           label=f"{init}, {stack} (slope {fits[m_kind, init, stack][0]:.2f})")
         L_all = np.unique(np.concatenate([lhs[m_kind]["t-fixup"][s]["L"] for s in ("encoder", "decoder")]))
         ax.loglog(L_all, 1 / L_all, ":", color=GREYS["reference"], label="1/L")

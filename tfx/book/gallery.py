@@ -28,7 +28,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from ..runs import outcome, results
 from ..runs.spikes import spike_example
 from ..theory import optimiser as O
-from .plot import GREYS, OUTCOME_COLORS, figure
+from .plot import GREYS, OUTCOME_COLORS, figure, level
 
 # Where each shape is looked for: the committed sweep whose runs show it.
 SOURCES = {
@@ -162,9 +162,8 @@ def gallery_figure(P, pick):
     ax_l.plot(steps, loss, color=c, lw=1.0, label="training loss")
     if h.eval_loss:
         ax_l.plot(h.eval_step, h.eval_loss, "o", color=GREYS["ink"], ms=3, label="held-out loss")
-    ax_l.axhline(o.chance, ls=":", color=GREYS["reference"], lw=1, label="chance")
-    ax_l.axhline(outcome.learned_level(o.chance, o.floor), ls="--",
-                 color=OUTCOME_COLORS["learned"], lw=0.8, label="learned line")
+    level(ax_l, "chance", o.chance)
+    level(ax_l, "learned", outcome.learned_level(o.chance, o.floor), "learned line")
     g = np.asarray(h.grad_norm[:n], dtype=float)
     ax_g.plot(steps[: len(g)], g, color=c, lw=1.0)
     ax_g.set_yscale("log")

@@ -16,7 +16,8 @@ from . import evidence
 from .claims import NOT_TESTABLE, glue_parts, part_verdict
 from .notebook import glue, glue_all, md, md_table, sizes
 from .plot import (ARCH_COLORS, FIX_COLORS, GREYS, LABELS, NORM_COLORS, OUTCOME_COLORS, color,
-                   effects_figure, effects_plot, figure, log_ticks, lr_curves)
+                   effects_figure, effects_plot, figure, label_color, level, log_ticks,
+                   lr_curves, seed_curves)
 from .tables import effects_table, interval_text, learned_at, median_range, outcome_counts, seed_table
 
 
@@ -117,11 +118,11 @@ def lm_sweep_figure(P, lrecs, placements, warmups):
     """Held-out loss at the end against the learning rate, one panel per warmup."""
     fig, axes = figure(P, ncols=len(warmups), width=9.4, height=3.6, sharey=True,
                        task=lrecs[0].task)
-    level = outcome.learned_level(lrecs[0].history.chance_loss)
+    learned = outcome.learned_level(lrecs[0].history.chance_loss)
     for ax, w in zip(np.atleast_1d(axes), warmups):
         lr_curves(ax, results.select(lrecs, warmup=w), placements, axis="placement",
                   title=f"warmup: {w}")
-        ax.axhline(level, color="0.3", ls="--", lw=0.8, label="learned (outcome rule)")
+        level(ax, "learned", learned)
     np.atleast_1d(axes)[0].legend(fontsize=7)
     return fig
 
@@ -236,11 +237,9 @@ def logit_traces_figure(P, lrecs, best_lr: str, high_lr: str):
                        sharey="row", task=lrecs[0].task)
     for col, f in enumerate(("no fix", "QK-norm")):
         for lr, ls in ((best_lr, "-"), (high_lr, "--")):
-            for r in results.select(lrecs, fix=f, lr=lr):
-                for row, name in enumerate(("attn_logit_max", "attn_entropy_min")):
-                    axes[row][col].plot(*traces.trace(r.history, name), ls,
-                                        color=FIX_COLORS[f], lw=1, alpha=0.8,
-                                        label=f"lr {lr}" if r.seed == 0 else None)
+            for row, name in enumerate(("attn_logit_max", "attn_entropy_min")):
+                seed_curves(axes[row][col], results.select(lrecs, fix=f, lr=lr), FIX_COLORS[f],
+                            f"lr {lr}", name, ls=ls, alpha=0.8)
         axes[0][col].set(yscale="log", title=f"{f}: largest attention logit, any layer")
         axes[1][col].set(xlabel="step", title=f"{f}: lowest head entropy (nats)")
         axes[0][col].legend(fontsize=7)
@@ -288,9 +287,7 @@ def log_z_figure(P, lrecs, lr_names, high_lr: str):
     for f in ("no fix", "z-loss"):
         seed_lines(ax1, lrecs, lr_names, probe("log_z"), FIX_COLORS[f], f, dict(lw=0.8, alpha=0.7),
                    fix=f)
-        for r in results.select(lrecs, fix=f, lr=high_lr):
-            ax2.plot(*traces.trace(r.history, "log_z"), color=FIX_COLORS[f], lw=1,
-                     label=f if r.seed == 0 else None)
+        seed_curves(ax2, results.select(lrecs, fix=f, lr=high_lr), FIX_COLORS[f], f, "log_z")
     ax1.set(xscale="log", xlabel="learning rate", ylabel="mean log Z (nats)",
             title="at the end, every seed")
     ax2.set(xlabel="step", title=f"lr {high_lr}, every seed")
@@ -357,9 +354,6 @@ def ec1_figure(P, ec: dict):
 # ------------------------------------------------- chapter 16: where the norm goes (PL-1)
 
 PLACEMENT_ROWS = ("pre", "peri-ln", "output-norm", "post", "sub-ln", "ln-scaling", "dyt")
-# The placements sweep's labels (experiments/placements.toml) and their schemes' keys.
-PLACEMENT_SCHEMES = {"Pre-LN": "pre", "Peri-LN": "peri-ln", "output norm": "output-norm",
-                     "Pre-LN, 1/√ℓ": "ln-scaling", "Sub-LN": "sub-ln", "Post-LN": "post"}
 
 
 def placements_init(init: dict, depths, seeds: int) -> dict:
@@ -487,16 +481,14 @@ def placements_trained(precs, names, lrs, lr: str) -> dict:
 
 def placements_trained_figure(P, precs, names, lrs, lr: str):
     """End loss and top stream against the rate; the stream per sub-layer at ``lr``."""
-    colors = {label: color(scheme) for label, scheme in PLACEMENT_SCHEMES.items()}
     fig, (a, b, c) = figure(P, ncols=3, width=9.4, height=3.6, task=precs[0].task)
-    lr_curves(a, precs, names, axis="placement", colors=colors,
-              title="held-out loss at the end")
+    lr_curves(a, precs, names, axis="placement", title="held-out loss at the end")
     a.legend(fontsize=6)
     for name in names:
-        seed_lines(b, precs, lrs, top_stream, colors[name], name, dict(lw=1, ms=3), placement=name)
+        seed_lines(b, precs, lrs, top_stream, label_color(name), name, dict(lw=1, ms=3), placement=name)
         for r in results.select(precs, placement=name, lr=lr):
             prof = traces.stream_profile(r.history)[1]
-            c.plot(np.arange(1, len(prof) + 1), prof, "-", color=colors[name], lw=1)
+            c.plot(np.arange(1, len(prof) + 1), prof, "-", color=label_color(name), lw=1)
     b.set(xscale="log", yscale="log", xlabel="learning rate",
           ylabel="variance of the top sub-layer's input", title="the top stream, at the end")
     c.set(yscale="log", xlabel="sub-layer i (bottom → top)",

@@ -12,7 +12,7 @@ import numpy as np
 from ..runs.sensitivity import best_rate_interval
 from ..theory import optimiser as O
 from .notebook import md_table
-from .plot import QUADRATIC_RUN_COLORS, RECIPE_COLORS, SPIKE_COLORS, color, figure
+from .plot import GREYS, QUADRATIC_RUN_COLORS, RECIPE_COLORS, SPIKE_COLORS, color, figure
 from .tables import rate_name
 
 
@@ -49,11 +49,11 @@ def quadratic_figure(P, runs: dict, predicted: int | None, floor: float = 1e-80)
         if run.optimizer != "gd":
             b.semilogy(steps, run.sharpness, label=name, lw=1, color=colours[name])
             thr = run.threshold
-    b.axhline(thr, color="k", ls=":", lw=1, label="2(1+β₁)/(1−β₁)")
+    b.axhline(thr, color=GREYS["ink"], ls=":", lw=1, label="2(1+β₁)/(1−β₁)")
     a.set_ylim(floor, 10)
     for ax in (a, b):
         if predicted is not None:
-            ax.axvline(predicted, color="grey", ls="--", lw=0.8)
+            ax.axvline(predicted, color=GREYS["guide"], ls="--", lw=0.8)
         ax.set_xlabel("step t")
     a.set_ylabel("loss h x²/2")
     b.set_ylabel("a_t h = η h/(√v̂ + ε)")
@@ -71,7 +71,7 @@ def lm_eps_figure(P, hists: dict, n_params: int, task: str = "libreoffice-en"):
         b.plot(steps, h.update_norm, label=name, lw=1)
     last = max(len(h.grad_norm) for h in hists.values())
     for eps in (1e-8, 1e-3):
-        a.axhline(eps, color="k", ls=":", lw=0.8)
+        a.axhline(eps, color=GREYS["ink"], ls=":", lw=0.8)
         a.annotate(f"ε = {eps:.0e}", (0.7 * last, eps), fontsize=7, va="top")
     a.set_ylabel("gradient RMS ‖g‖/√P")
     b.set_ylabel("update norm ‖Δθ‖")
@@ -174,7 +174,7 @@ def spike_figure(P, run, effect):
     h = run.history
     fig, (ax, ax_e) = figure(P, ncols=2, width=9.4, height=3.4, task=run.task,
                              gridspec_kw={"width_ratios": [1.6, 1]})
-    ax.plot(h.step, h.loss, color="0.35", lw=0.8, label="training loss")
+    ax.plot(h.step, h.loss, color=GREYS["ink"], lw=0.8, label="training loss")
     ax.set(xlabel="step", ylabel="training loss (nats)")
     twin = ax.twinx()
     twin.plot(h.step, O.relative_to_running_median(h.update_norm), lw=0.8,

@@ -43,8 +43,16 @@ COLORS = {
 # Where optimisers are drawn in panels beside the schemes (chapter 1), COLORS' red and blue for
 # SGD and Adam would read as Post-LN and Pre-LN: there they take a pair of their own.
 OPTIMISERS_BESIDE_SCHEMES = {"sgd": "#ff7f0e", "adam": "#9467bd"}
-# Figures that name schemes by their labels ("Post-LN") rather than their keys.
-ARCH_COLORS = {"Post-LN": COLORS["post"], "Pre-LN": COLORS["pre"], "Admin": COLORS["admin"]}
+# Figures and explorers that name schemes by the recorded sweeps' labels ("Post-LN") rather
+# than their keys: each label takes its scheme's colour (label_color reads it).
+ARCH_COLORS = {label: COLORS[scheme] for label, scheme in (
+    ("Post-LN", "post"), ("Pre-LN", "pre"), ("Admin", "admin"),
+    # chapters 12 and 13's depth, warmup and translation sweeps
+    ("Admin (profiling-free)", "admin-profiling-free"), ("T-Fixup (no LN)", "t-fixup"),
+    ("Post-LN enc / Pre-LN dec", "post-enc-pre-dec"), ("Lipschitz init (Post-LN)", "lipschitz"),
+    # chapter 16's placements (experiments/placements.toml)
+    ("Peri-LN", "peri-ln"), ("output norm", "output-norm"), ("Pre-LN, 1/√ℓ", "ln-scaling"),
+    ("Sub-LN", "sub-ln"))}
 # Chapter 15's fixes for logits that grow.
 FIX_COLORS = {"no fix": "#7f7f7f", "QK-norm": "#1f77b4", "z-loss": "#ff7f0e",
               "soft-capping": "#9467bd"}
@@ -123,6 +131,9 @@ GREYS = {
     "neutral": "#7f7f7f",  # the gradient an update is compared with (chapter 5)
     "mark": "#888888",  # a value marked on an axis (DyT's default α)
     "guide": "#999999",  # a level or a step drawn for the eye (y = 1, a spike), a control run
+    "level": "#808080",  # chance, a task's floor: the levels a loss is read against (LEVELS)
+    "zero": "#666666",  # the zero of a paired difference (effects_plot)
+    "band": "#e6e6e6",  # a region shaded for the eye (an equivalence margin)
     "paper": "#ffffff",  # an explorer's background (white in the theme's dark mode too)
 }
 
@@ -136,6 +147,18 @@ LABELS = {
     "ln-scaling": "Pre-LN, 1/√ℓ", "dyt": "Pre-DyT", "depth-mup": "depth-μP",
 }
 STATUS_MARKERS = {"diverged": "x", "did not learn": "v", "still learning": ">"}
+
+# The levels a run's loss is read against, each drawn one way on every figure (the captions
+# say so: chance dotted, the task's floor dashed, the outcome rule's learned level dash-dotted
+# in the outcome's green, a run's target dashed in ink; a guide, such as y = 1, plain and
+# faint).
+LEVELS = {
+    "chance": dict(color=GREYS["level"], ls=":", lw=1, label="chance"),
+    "floor": dict(color=GREYS["level"], ls="--", lw=1, label="floor"),
+    "learned": dict(color=OUTCOME_COLORS["learned"], ls="-.", lw=1, label="learned at or below"),
+    "target": dict(color=GREYS["ink"], ls="--", lw=1, label="target"),
+    "guide": dict(color=GREYS["guide"], ls="-", lw=0.8, label=None),
+}
 
 STYLE = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 110, "savefig.dpi": 110,
@@ -152,6 +175,16 @@ def use_style():
 
 def color(name: str, default: str = GREYS["ink"]) -> str:
     return COLORS.get(name, default)
+
+
+def label_color(label: str, default: str | None = GREYS["ink"]) -> str | None:
+    """The colour of a series named ``label``, the same in every figure and explorer: the
+    label's own (``ARCH_COLORS``), else its first word's scheme ("Post-LN, lr 1e-3" → "post"),
+    else ``default``."""
+    if label in ARCH_COLORS:
+        return ARCH_COLORS[label]
+    first = label.replace("-LN", " ").replace("(", " ").split()[0].lower() if label.strip() else ""
+    return COLORS.get(first, default)
 
 
 STAMP_HEIGHT_IN = 0.16  # the strip under the axes that the stamp (7 pt) lives in
@@ -179,6 +212,39 @@ def figure(profile, ncols: int = 1, nrows: int = 1, width: float | None = None, 
     return fig, axes
 
 
+def level(ax, kind: str, y: float, label: bool | str = True) -> None:
+    """A horizontal line at ``y`` in the look of ``LEVELS[kind]``; ``label``: True for the
+    level's own legend entry, a string for another, False for none."""
+    if kind not in LEVELS:
+        raise ValueError(f"kind={kind!r}: a level is one of {', '.join(LEVELS)}")
+    style = dict(LEVELS[kind])
+    if label is not True:
+        style["label"] = label or None
+    ax.axhline(y, **style)
+
+
+def loss_levels(ax, history, learned: float | None = None, label: bool = True) -> None:
+    """A loss panel's levels (:data:`LEVELS`): the chance loss, the task's floor where it is
+    above 0, and the ``learned`` level where given."""
+    level(ax, "chance", history.chance_loss, label)
+    if history.floor_loss > 0:
+        level(ax, "floor", history.floor_loss, label)
+    if learned is not None:
+        level(ax, "learned", learned, label)
+
+
+def seed_curves(ax, runs, color: str, label: str | None = None, curve: str = "eval_loss",
+                **style) -> None:
+    """Every run of ``runs`` (Records) over training in ``color``, the first labelled
+    ``label``: its held-out loss (``curve="eval_loss"``), training loss (``"loss"``) or a
+    probe, as :func:`tfx.runs.traces.trace` reads it."""
+    from ..runs import traces
+
+    for k, r in enumerate(runs):
+        ax.plot(*traces.trace(r.history, curve), color=color, label=label if k == 0 else None,
+                **{"lw": 1, **style})
+
+
 def loss_curves(ax, histories: dict, smooth: int = 1, chance: bool = True, key: str = "loss"):
     """Training curves of {label: History} on ``ax``; a diverged run ends in ×, a
     stuck one in ▼, and the chance loss is a dotted line."""
@@ -198,8 +264,7 @@ def loss_curves(ax, histories: dict, smooth: int = 1, chance: bool = True, key: 
     if chance and histories:
         cl = next(iter(histories.values())).chance_loss
         if math.isfinite(cl):
-            ax.axhline(cl, ls=":", color=GREYS["reference"], lw=1,
-                       label="chance (best prediction ignoring the input)")
+            level(ax, "chance", cl, "chance (best prediction ignoring the input)")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (nats/token)" if key == "loss" else key)
     ax.legend()
@@ -267,7 +332,7 @@ def lr_curves(ax, records, archs, title: str = "", axis: str = "architecture", c
     from ..runs.results import select
 
     for a in archs:
-        c = (colors or {}).get(a) or ARCH_COLORS.get(a) or color(a.split()[0].lower())
+        c = (colors or {}).get(a) or label_color(a)
         mine = select(records, **{axis: a})
         curves = sensitivity.curves(mine)
         for seed, (lrs, vals) in curves.items():
@@ -279,10 +344,7 @@ def lr_curves(ax, records, archs, title: str = "", axis: str = "architecture", c
         if curves:
             ax.plot(*sensitivity.median_curve(mine), "-o", color=c, lw=2, ms=4, label=a)
     if records:
-        h = records[0].history
-        ax.axhline(h.chance_loss, color="0.5", ls=":", lw=1, label="chance")
-        if h.floor_loss > 0:
-            ax.axhline(h.floor_loss, color="0.5", ls="--", lw=1, label="floor")
+        loss_levels(ax, records[0].history)
     ax.set_xscale("log")
     ax.set(xlabel="learning rate", ylabel="held-out loss at the end (nats)", title=title)
 
@@ -301,8 +363,8 @@ def effects_plot(ax, items, title: str = "", xlabel: str = "paired difference (n
             ax.plot([e.low, e.high], [y, y], "-", lw=2.5, color=c, zorder=3)
         ax.plot([e.mean], [y], "|", ms=14, mew=2.5, color=c, zorder=4)
         if e.expect == "equal":
-            ax.axvspan(-e.margin, e.margin, ymin=0, ymax=1, color="0.9", zorder=0)
-    ax.axvline(0, color="0.4", ls="--", lw=1, zorder=1)
+            ax.axvspan(-e.margin, e.margin, ymin=0, ymax=1, color=GREYS["band"], zorder=0)
+    ax.axvline(0, color=GREYS["zero"], ls="--", lw=1, zorder=1)
     ax.set_yticks(range(len(items)), [label for label, _ in reversed(items)], fontsize=8)
     ax.set_ylim(-0.6, len(items) - 0.4)
     ax.set_xlabel(xlabel)

@@ -150,7 +150,7 @@ def map_figure(P):
         ym = (1 - t) * MAP_NODES[a][1] + t * MAP_NODES[b][1]
         ax.text(xm, ym, words, ha="center", va="center", fontsize=7.5, color=st["color"],
                 style="italic" if kind == "fix" else "normal", zorder=4,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
+                bbox=dict(boxstyle="round,pad=0.15", fc=plot.GREYS["paper"], ec="none", alpha=0.9))
     for x, label in ((1.3, "problems"), (5.0, "mechanisms"), (8.8, "failure")):
         ax.text(x, 7.35, label, ha="center", fontsize=10, weight="bold",
                 color=plot.GREYS["heading"])

@@ -10,19 +10,11 @@ import numpy as np
 
 from ..runs import curves, effects, outcome, results, sensitivity
 from ..theory import adam, dependency
-from .plot import (BETA2_COLORS, OPTIMISER_SETTING_COLORS, color, warmup_colors,
-                   figure, lr_curves)
+from .plot import (BETA2_COLORS, GREYS, OPTIMISER_SETTING_COLORS, color, figure, label_color,
+                   level, loss_levels, lr_curves, seed_curves, warmup_colors)
 from .notebook import glue, glue_figure, glue_sizes, md_table  # noqa: F401 (chapters call pages.glue_figure, pages.glue_sizes)
 from .gpu_half import records_profile
 from .tables import Signed, cell, interval_text, learned_at, outcome_counts
-
-# The architectures of the depth, warmup and translation sweeps, by label, in plot.COLORS'.
-PALETTE = {label: color(scheme) for label, scheme in (
-    ("Post-LN", "post"), ("Pre-LN", "pre"), ("Admin", "admin"),
-    ("Admin (profiling-free)", "admin-profiling-free"),
-    ("Post-LN enc / Pre-LN dec", "post-enc-pre-dec"),
-    ("T-Fixup (no LN)", "t-fixup"), ("Lipschitz init (Post-LN)", "lipschitz"))}
-
 
 # --------------------------------------------------------------------------- effects
 def glue_described(name: str, e, verdict: str | None = None, fmt: str = "{:+.2f}") -> None:
@@ -54,9 +46,9 @@ def radam_figure(P, t, betas2=(0.95, 0.98, 0.999)):
     """Left: Var[ψ] against ρ, exact and first order (eq-wu-var). Right: RAdam's r_t."""
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.4)
     rho = np.geomspace(2.05, 2000, 400)
-    ax1.plot(rho, adam.adaptive_lr_variance(rho, exact=True), color="k", label="exact")
+    ax1.plot(rho, adam.adaptive_lr_variance(rho, exact=True), color=GREYS["ink"], label="exact")
     ax1.plot(rho[rho > 4.2], adam.adaptive_lr_variance(rho[rho > 4.2]), "--",
-             color="0.5", label="first order (delta method)")
+             color=GREYS["reference"], label="first order (delta method)")
     ax1.set(xscale="log", yscale="log", xlabel="ρ (gradients averaged)",
             ylabel="Var[ψ]  (σ = 1)", title="variance of the adaptive learning rate")
     ax1.legend()
@@ -86,15 +78,14 @@ def warmup_sweep_figure(P, recs, fix_recs, optimisers, warmups, hi):
                          ("Post-LN, RAdam, no warmup", "Post-LN, RAdam", color("radam"))):
         rs = results.select(fix_recs, fix=fix)
         ax1.plot([-0.25] * len(rs), sensitivity.final_losses_capped(rs, top), "D", color=c, ms=5, label=name)
-    ax1.axhline(chance, color="0.6", ls=":", lw=1, label="chance")
+    level(ax1, "chance", chance)
     ax1.set(xticks=x, xticklabels=warmups, ylabel="held-out loss at the end (nats)",
             yscale="log", title="Post-LN: final loss against warmup")
     ax1.legend(fontsize=7)
     for w, c in zip(warmups, warmup_colors(3)):
-        for r in results.select(recs, optimizer=hi, **{"train.warmup": w}):
-            ax2.plot(r.history.step, r.history.loss, color=c, lw=0.8, alpha=0.8,
-                     label=w if r.seed == 0 else None)
-    ax2.axhline(chance, color="0.6", ls=":", lw=1)
+        seed_curves(ax2, results.select(recs, optimizer=hi, **{"train.warmup": w}), c, w,
+                    "loss", lw=0.8, alpha=0.8)
+    level(ax2, "chance", chance, False)
     ax2.set(yscale="log", xlabel="step", ylabel="training loss",
             title=f"Post-LN, {hi}, every seed")
     ax2.legend(fontsize=7)
@@ -113,8 +104,7 @@ def post_ln_windows_figure(P, post_recs):
             for seed, (lrs, vals) in sensitivity.curves(
                     results.select(post_recs, depth=dp, warmup=w)).items():
                 ax.plot(lrs, vals, "-o", ms=3, lw=1, color=c, label=w if seed == 0 else None)
-        ax.axhline(h.chance_loss, color="0.6", ls=":", lw=1)
-        ax.axhline(h.floor_loss, color="0.6", ls="--", lw=1)
+        loss_levels(ax, h, label=False)
         ax.set(xscale="log", xlabel="learning rate", title=f"Post-LN, {dp}, every seed",
                ylabel="held-out loss at the end (nats)")
         ax.legend(fontsize=7)
@@ -141,10 +131,8 @@ def wu2_figure(P, groups, target, title):
     """Validation loss of every seed of each ``(name, runs, colour)`` group, and the target."""
     fig, ax = figure(P, width=6.4, height=3.4)
     for name, rs, c in groups:
-        for r in rs:
-            ax.plot(r.history.eval_step, r.history.eval_loss, "-o", ms=2.5, color=c, lw=1,
-                    label=name if r is rs[0] else None)
-    ax.axhline(target, color="0.4", ls="--", lw=1, label="target")
+        seed_curves(ax, rs, c, name, marker="o", ms=2.5)
+    level(ax, "target", target)
     ax.set(yscale="log", xlabel="step", ylabel="validation loss (nats)", title=title)
     ax.legend(fontsize=8)
     return fig
@@ -200,24 +188,23 @@ def depth_figure(P, recs, archs, depths, learned_level):
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=4.0, task=recs[0].task)
     x = np.arange(len(depths))
     for k, a in enumerate(archs):
-        c = PALETTE.get(a, "k")
+        c = label_color(a)
         ys = [sensitivity.final_losses_capped(results.select(recs, architecture=a, depth=dp), 1.15 * chance)
               for dp in depths]
         ax1.plot(x + 0.04 * k, [np.mean(y) for y in ys], "-", color=c, label=a)
         for xi, y in zip(x, ys):
             ax1.plot([xi + 0.04 * k] * len(y), y, "o", ms=4, color=c, alpha=0.7)
-    ax1.axhline(chance, color="0.6", ls=":", lw=1)
-    ax1.axhline(learned_level, color="0.6", ls="--", lw=0.8)
+    level(ax1, "chance", chance, False)
+    level(ax1, "learned", learned_level, False)
     ax1.set(xticks=x, xticklabels=depths, yscale="log",
             ylabel="held-out loss at the end (nats)",
             title="with warmup: final loss against depth")
     fig.legend(*ax1.get_legend_handles_labels(), loc="outside upper center", ncol=4,
                fontsize=8)
     for a in archs:
-        for r in results.select(recs, architecture=a, depth=depths[-1]):
-            ax2.plot(r.history.step, r.history.loss, color=PALETTE.get(a, "k"), lw=0.8,
-                     alpha=0.8)
-    ax2.axhline(chance, color="0.6", ls=":", lw=1)
+        seed_curves(ax2, results.select(recs, architecture=a, depth=depths[-1]),
+                    label_color(a), curve="loss", lw=0.8, alpha=0.8)
+    level(ax2, "chance", chance, False)
     ax2.set(yscale="log", xlabel="step", ylabel="training loss",
             title=f"{depths[-1]}, every seed")
     return fig
@@ -229,26 +216,21 @@ def warmup_axis_figure(P, wrecs, archs, w_names, w_steps, learned_level):
     wh = wrecs[0].history
     fig, (ax1, ax2) = figure(P, ncols=2, width=9.4, height=3.6, task=wrecs[0].task)
     for k, a in enumerate(archs):
-        c = PALETTE.get(a, "k")
+        c = label_color(a)
         xs = np.arange(len(w_names)) + 0.08 * (k - 1)
         summ = [outcome.summarize(results.select(wrecs, architecture=a, warmup=w))
                 for w in w_names]
         ax1.plot(xs, [s["median"] for s in summ], "-", color=c, label=a)
         for x_, s in zip(xs, summ):
             ax1.plot([x_] * s["n"], s["losses"], "o", ms=4, color=c, alpha=0.7)
-    for y, ls, name in ((wh.chance_loss, ":", "chance"), (wh.floor_loss, "--", "floor"),
-                        (learned_level, "-.", "learned at or below")):
-        ax1.axhline(y, color="0.6", ls=ls, lw=1, label=name)
+    loss_levels(ax1, wh, learned_level)
     ax1.set(xticks=range(len(w_names)),
             xticklabels=[f"{w}\n({w_steps[w]})" for w in w_names],
             ylabel="held-out loss at the end (nats)", title="every seed; warmup (steps)")
     ax1.legend(fontsize=7)
     for w, c in zip(w_names, warmup_colors(len(w_names))):
-        for r in results.select(wrecs, architecture="Post-LN", warmup=w):
-            ax2.plot(r.history.eval_step, r.history.eval_loss, color=c, lw=1,
-                     label=w if r.seed == 0 else None)
-    ax2.axhline(wh.chance_loss, color="0.6", ls=":", lw=1)
-    ax2.axhline(wh.floor_loss, color="0.6", ls="--", lw=1)
+        seed_curves(ax2, results.select(wrecs, architecture="Post-LN", warmup=w), c, w)
+    loss_levels(ax2, wh, label=False)
     ax2.set(xlabel="step", ylabel="validation loss (nats)", title="Post-LN, every seed")
     ax2.legend(fontsize=7)
     return fig
@@ -260,11 +242,9 @@ def best_rate_curves(ax, recs, archs, learned_level: float, **point) -> None:
     learned level dash-dotted and the floor dashed."""
     for a in archs:
         best, runs = effects.runs_at_best_rate(recs, architecture=a, **point)
-        for r in runs:
-            ax.plot(r.history.eval_step, r.history.eval_loss, color=PALETTE.get(a, "k"), lw=1,
-                    alpha=0.8, label=f"{a} (lr {best.variant})" if r is runs[0] else None)
-    ax.axhline(learned_level, color="0.6", ls="-.", lw=1, label="learned at or below")
-    ax.axhline(recs[0].history.floor_loss, color="0.6", ls="--", lw=1, label="floor")
+        seed_curves(ax, runs, label_color(a), f"{a} (lr {best.variant})", alpha=0.8)
+    level(ax, "learned", learned_level)
+    level(ax, "floor", recs[0].history.floor_loss)
     ax.set(xlabel="step")
 
 
@@ -274,7 +254,7 @@ def long_runs_figure(P, recs, archs, warms, learned_level, budget: int):
     fig, axes = figure(P, ncols=len(warms), width=9.4, height=3.6, sharey=True, task=recs[0].task)
     for ax, w in zip(np.atleast_1d(axes), warms):
         best_rate_curves(ax, recs, archs, learned_level, warmup=w)
-        ax.axvline(budget, color="0.4", ls=":", lw=1, label=f"the sweep's {budget} steps")
+        ax.axvline(budget, color=GREYS["guide"], ls=":", lw=1, label=f"the sweep's {budget} steps")
         ax.set(title=w)
         ax.legend(fontsize=7)
     np.atleast_1d(axes)[0].set_ylabel("held-out loss (nats)")
@@ -332,7 +312,7 @@ def stability_map_figure(P, smap, b2s, lrs, chance):
             for j in range(len(b2s)):
                 dark = grid[i, j] / chance > 0.6
                 ax.text(j, i, marks[i][j] or f"{grid[i, j]:.2f}", ha="center",
-                        va="center", fontsize=9, color="w" if dark else "k")
+                        va="center", fontsize=9, color=GREYS["paper"] if dark else GREYS["ink"])
         ax.set(xticks=range(len(b2s)), xticklabels=b2s, yticks=range(len(lrs)),
                yticklabels=lrs, xlabel="β₂", title=f"{a}: {failed}/{grid.size} failed")
     np.atleast_1d(axes)[0].set_ylabel("learning rate")
@@ -346,7 +326,7 @@ def effective_depth_init_figure(P, sublayers, eff):
     fig, ax = figure(P, width=5.6, height=3.2)
     for scheme, values in eff.items():
         ax.plot(sublayers, values, "-o", color=color(scheme), label=scheme)
-    ax.plot(sublayers, np.log(sublayers), "--", color="0.5", lw=1, label="ln L")
+    ax.plot(sublayers, np.log(sublayers), "--", color=GREYS["reference"], lw=1, label="ln L")
     ax.set(xscale="log", xlabel="sub-layers L", ylabel="Σ β²_ii  (effective depth)",
            title="effective depth at initialisation")
     ax.legend(fontsize=8)
@@ -364,7 +344,7 @@ def effective_depth_trained_figure(P, ed_runs, title_depth):
             for s in seeds:
                 b, t = ed_runs[a, s]
                 ax.plot([k - 0.15, k + 0.15], [b[stack], t[stack]], "-o", ms=4,
-                        color=PALETTE.get(a, "k"), alpha=0.8,
+                        color=label_color(a), alpha=0.8,
                         label=a if (stack == "encoder" and s == seeds[0]) else None)
         ax.set(xticks=range(len(archs)),
                xticklabels=[a.replace(" (", "\n(") for a in archs], ylabel="Σ β²_ii",
@@ -391,7 +371,7 @@ def excess_figure(P, l_sens, archs, warms, depths, floor):
         for j, (w, dp) in enumerate(slots):
             ys = [v["best"] - floor for v in l_sens[a, w, dp]["per_seed"].values()]
             ax.plot([j + 0.15 * (k - 1)] * len(ys), ys, "o", ms=5, alpha=0.8,
-                    color=PALETTE.get(a, "k"), label=a if j == 0 else None)
+                    color=label_color(a), label=a if j == 0 else None)
     ax.set(xticks=range(len(slots)), xticklabels=[f"{dp}\n{w}" for w, dp in slots],
            yscale="log", ylabel="excess over the floor (nats)",
            title="each seed at its best learning rate")
@@ -409,11 +389,9 @@ def translation_figure(P, trecs, archs, warms, lrs):
         for j, lr in enumerate(lrs):
             ax = axes[i, j]
             for a in archs:
-                for r in results.select(trecs, architecture=a, warmup=w, lr=lr):
-                    ax.plot(r.history.eval_step, r.history.eval_loss,
-                            color=PALETTE.get(a, "k"), lw=1, alpha=0.8,
-                            label=a if r.seed == 0 else None)
-            ax.axhline(chance, color="0.6", ls=":", lw=1)
+                seed_curves(ax, results.select(trecs, architecture=a, warmup=w, lr=lr),
+                            label_color(a), a, alpha=0.8)
+            level(ax, "chance", chance, False)
             ax.set(title=f"lr {lr}, {w}", xlabel="step" if i == len(warms) - 1 else None,
                    ylabel="validation loss (nats)" if j == 0 else None)
     axes[0, 0].legend(fontsize=7)

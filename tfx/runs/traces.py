@@ -17,6 +17,7 @@ TRACES = {  # name: (History field of x, History field of y, reduction over modu
     "attn_entropy_min": ("probe_step", "attn_entropy", "min"),  # the lowest entropy of any head
     "log_z": ("step", "log_z", None),  # the output's mean log Z
     "eval_loss": ("eval_step", "eval_loss", None),  # held-out loss
+    "loss": ("step", "loss", None),  # training loss
 }
 
 
