@@ -294,8 +294,9 @@ def test_seed_curves_draws_every_run_and_labels_only_the_first():
 
 def test_no_module_gives_a_colour_by_name_or_grey_level():
     """A colour argument in tfx/book is a registry entry, never a literal such as "k",
-    "grey" or "0.6" (only "none", for an open marker), so that the greys of chance, a floor
-    or a guide look the same on every figure."""
+    "grey" or "0.6" (only "none", for an open marker), nor matplotlib's cycle (f"C{k}", whose
+    red is Xu et al.'s bound's), so that the greys of chance, a floor or a guide look the same
+    on every figure."""
     import ast
     from pathlib import Path
 
@@ -312,6 +313,9 @@ def test_no_module_gives_a_colour_by_name_or_grey_level():
                 found += [f"{path.name}:{v.lineno} {node.arg}={v.value!r}" for v in values
                           if isinstance(v, ast.Constant) and isinstance(v.value, str)
                           and v.value != "none"]
+                found += [f"{path.name}:{v.lineno} {node.arg}=f'C…'" for v in values  # the cycle
+                          if isinstance(v, ast.JoinedStr) and isinstance(v.values[0], ast.Constant)
+                          and str(v.values[0].value).startswith("C")]
     assert not found, found
 
 

@@ -10,7 +10,7 @@ from ..runs import effects, outcome, results, sensitivity
 from ..theory import fit, scaling
 from . import evidence
 from .notebook import SIZES, md_table
-from .plot import BOUND_COLORS, GREYS, LABELS, color, effects_plot, figure, heatmap, log_ticks
+from .plot import BOUND_COLORS, DISTRIBUTION_COLORS, GREYS, LABELS, color, effects_plot, figure, heatmap, log_ticks
 from .tables import Signed, effect_text, outcome_counts
 
 
@@ -153,7 +153,8 @@ def interval_std_figure(P, rand, mc0: dict, names):
     fig, ax = figure(P, width=7)
     ax.hist(rand, bins=60, color=color("lipschitz"), alpha=0.7, label="random discrete distributions")
     for k, name in enumerate(names):
-        ax.axvline(mc0[name]["over_paper"], color=f"C{k}", lw=1.2, label=name)
+        ax.axvline(mc0[name]["over_paper"], color=DISTRIBUTION_COLORS[k % len(DISTRIBUTION_COLORS)],
+                   lw=1.2, label=name)
     ax.axvline(0.5, color=BOUND_COLORS["Popoviciu"], ls="--", lw=1.5, label="Popoviciu: (b − a)/2")
     ax.axvline(1.0, color=BOUND_COLORS["Xu et al."], ls=":", lw=1.5, label="Xu et al.: b − a")
     ax.set(xlabel="σ / (b − a)", ylabel="count", xlim=(0, 1.05))

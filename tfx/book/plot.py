@@ -99,6 +99,9 @@ ORTHOGONALISATION_COLORS = {"the update": "#7f7f7f", "Newton–Schulz": "#d95f02
 
 # Things drawn in an order rather than by name: each sequence, first to last.
 SEED_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#a6761d")  # Dark2
+# chapter 9's distributions on an interval, in order: clear of BOUND_COLORS and of the
+# histogram's pink beneath them (Dark2 with blue for its magenta)
+DISTRIBUTION_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#1f78b4", "#66a61e", "#a6761d")
 WARMUP_COLORS = ("#d95f02", "#e6ab02", "#66a61e", "#1b9e77")  # no warmup … the longest
 # which of WARMUP_COLORS n warmups take, shortest first: the ends of the scale for two
 _WARMUP_PICKS = {1: (0,), 2: (0, 3), 3: (0, 1, 3), 4: (0, 1, 2, 3)}
