@@ -101,3 +101,45 @@ def test_init_diagnostics_explorer():
     assert change.styles[LABELS["deepnorm"]] == "bold"
     _, _, xavier = ex.compute(init="xavier", depth=1)
     assert xavier.styles[LABELS["post"]] == "bold"  # Xavier is shown on Post-LN
+
+
+@pytest.mark.parametrize("kind", ["chance", "floor", "learned", "target", "guide"])
+def test_a_level_looks_in_an_explorer_as_on_the_figures(kind):
+    """Panel.level draws a level in plot.LEVELS' colour, with the explorer style of its line
+    style (chance dotted, the floor dashed, learned dash-dotted, a guide faint), in the spec
+    too: its rows carry that style's index, which picks the dash pattern the HTML draws."""
+    from tfx.book.explorer import LEVEL_STYLES, STYLES
+    from tfx.book.plot import LEVELS
+
+    p = Panel(lines={"seed 0": ([1, 2], [3.0, 1.0])})
+    p.level(kind, 1, 2, 0.5)
+    label = LEVELS[kind]["label"] or kind
+    assert p.lines[label] == ([1, 2], [0.5, 0.5]) and p.colors[label] == LEVELS[kind]["color"]
+    assert p.styles[label] == LEVEL_STYLES[LEVELS[kind]["ls"]] and "seed 0" not in p.styles
+    rows = Explorer({"a": [1]}, lambda a: [p]).spec()["datasets"]["tfx"]
+    drawn = {r.get("w", 0) for r in rows if r["g"] == 1}
+    assert drawn == {STYLES.index(p.styles[label])}
+
+
+def test_the_styles_differ_in_the_html_and_the_live_view():
+    """Every style draws its own line: a dash pattern, opacity and width of its own in the
+    spec, and dotted and dash-dotted lines in matplotlib's live view."""
+    import matplotlib.pyplot as plt
+
+    from tfx.book.explorer import STYLES, _draw_panel
+
+    p = Panel(lines={s: ([0, 1], [k, k]) for k, s in enumerate(STYLES)}, styles={s: s for s in STYLES})
+    spec = json.dumps(Explorer({"a": [1]}, lambda a: [p]).spec())
+    looks = re.search(r'\{"calculate": "(\[\[.*?\]\])\[datum\.w \|\| 0\]", "as": "dash"\}', spec)
+    dashes = json.loads(looks.group(1).replace('\\"', '"'))
+    assert len(dashes) == len(STYLES) and dashes[STYLES.index("dotted")] != dashes[STYLES.index("dashed")]
+    fig, ax = plt.subplots()
+    _draw_panel(ax, p)
+    ls = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert (ls["dotted"], ls["dashdot"], ls["dashed"], ls["solid"]) == (":", "-.", "--", "-")
+    plt.close(fig)
+
+
+def test_an_unknown_level_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="kind='ceiling'.*chance, floor"):
+        Panel().level("ceiling", 0, 1, 1.0)

@@ -316,3 +316,15 @@ def test_sweep_explorer_covers_the_grid_and_thins_the_training_loss():
     assert len(se.sweep_explorer(recs, exp, "book", "scheme", points=400)
                .panels(scheme="T-Fixup", lr="1e-3")[0].lines["seed 0"][0]) > se.EXPLORER_POINTS
     assert held_out.lines["seed 0"][0][-1] == 400
+
+
+def test_the_explorers_draw_the_levels_as_the_figures_do(depth):
+    """Chance dotted and the learned level dash-dotted in the outcome's green (plot.LEVELS) on
+    a recorded cell's panels; before, the explorers drew chance dashed where the figures dot it."""
+    from tfx.book.plot import LEVELS
+
+    exp, archs, recs = depth
+    loss, val = se.depth_explorer(recs, exp, "book").panels(architecture="Pre-LN", depth="2 layers")
+    assert (loss.styles["chance"], loss.colors["chance"]) == ("dotted", LEVELS["chance"]["color"])
+    learned = LEVELS["learned"]["label"]
+    assert (val.styles[learned], val.colors[learned]) == ("dashdot", LEVELS["learned"]["color"])

@@ -68,6 +68,14 @@ def test_seed_table_has_a_column_per_seed_and_marks_a_missing_one():
     assert lines[2] == "| Pre-LN | 58.0 | 59.2 |" and lines[3] == "| Post-LN | 1.4 | – |"
 
 
+def test_seed_table_formats_each_row_its_own_way():
+    """A count and a ratio in one table: each row its own format, a row not named "{:.2f}"."""
+    table = tables.seed_table({"spikes": {0: 17, 1: 0}, "ratio": {0: 0.994}, "other": {1: 2.0}},
+                              "seed's", {"spikes": "{:d}", "ratio": "{:.3f}"})
+    lines = table.splitlines()
+    assert lines[2:] == ["| spikes | 17 | 0 |", "| ratio | 0.994 | – |", "| other | – | 2.00 |"]
+
+
 def test_the_sensitivity_table_renders_exactly():
     """Loss = floor + |log10 lr − log10 best| on three rates (+0.01 for seed 1): A's excess over
     its best is 1, 0, 1 (mean 0.67), B's 2, 1, 0 (mean 1.00); the best losses 2.00, 2.01, 2.00 and

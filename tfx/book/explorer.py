@@ -40,7 +40,10 @@ import numpy as np
 # Vega-Lite text sizes (px): nothing in an explorer is drawn below MIN_FONT_PX.
 MIN_FONT_PX = 11
 _FONT = {"axis": 12, "title": 13, "note": 12, "legend": 12}
-STYLES = ("solid", "dashed", "faint", "bold")
+STYLES = ("solid", "dashed", "faint", "bold", "dotted", "dashdot")
+# matplotlib's line style of a level (tfx.book.plot.LEVELS) as an explorer's style: a level looks
+# the same in an explorer as on the figures (chance dotted, the floor dashed, learned dash-dotted)
+LEVEL_STYLES = {":": "dotted", "--": "dashed", "-.": "dashdot", "-": "faint"}
 
 
 @dataclass
@@ -49,7 +52,8 @@ class Panel:
 
     ``lines``/``points``/``bars``: {label: (xs, ys)}; bars are grouped side by side
     per x. ``heatmap``: a 2-D array (row i, column j; NaN cells are left blank) with
-    colour range ``vmin``..``vmax``. ``styles``: {label: "dashed" | "faint" | "bold"}.
+    colour range ``vmin``..``vmax``. ``styles``: {label: one of :data:`STYLES`} (default
+    "solid"); :meth:`level` draws a level in the figures' look.
     ``colors``: {label: "#rrggbb"} (default: :func:`tfx.book.plot.label_color`, the colour
     the figures give the label, e.g. "post-LN", else a palette). ``note``: text under the
     title that may differ between states (a status, a fitted slope, a refusal; "\n"
@@ -72,6 +76,18 @@ class Panel:
     vmin: float | None = None
     vmax: float | None = None
     fixed_y: bool = True
+
+    def level(self, kind: str, x0: float, x1: float, y: float) -> None:
+        """A horizontal line at ``y`` from ``x0`` to ``x1``, named, coloured and styled as
+        :data:`tfx.book.plot.LEVELS` draws the level ``kind`` on every figure."""
+        from .plot import LEVELS
+
+        if kind not in LEVELS:
+            raise ValueError(f"kind={kind!r}: a level is one of {', '.join(LEVELS)}")
+        look = LEVELS[kind]
+        label = look["label"] or kind
+        self.lines[label] = ([x0, x1], [y, y])
+        self.styles[label], self.colors[label] = LEVEL_STYLES[look["ls"]], look["color"]
 
     def series(self):
         """(kind, label, xs, ys) of every line, point set and bar set."""
@@ -302,7 +318,8 @@ class Explorer:
         has = {kind for q in every for kind, *_ in q.series()}
         if "line" in has:
             # Line styles (STYLES order) come per row, as plain values (no scale, no legend).
-            style = {"dash": [[1, 0], [5, 4], [1, 0], [1, 0]], "op": [1.0, 1.0, 0.3, 1.0], "sw": [1.8, 1.8, 1.5, 3.2]}
+            style = {"dash": [[1, 0], [5, 4], [1, 0], [1, 0], [2, 3], [6, 3, 2, 3]],
+                     "op": [1.0, 1.0, 0.3, 1.0, 1.0, 1.0], "sw": [1.8, 1.8, 1.5, 3.2, 1.8, 1.8]}
             layer("l", {"type": "line"}, {
                 "x": x_q, "y": y_q, **series_enc, "detail": {"field": "series"},
                 "strokeDash": {"field": "dash", "type": "nominal", "scale": None},
@@ -407,7 +424,8 @@ def _draw_panel(ax, p: Panel):
         c = _color(p, label, k)
         style = p.styles.get(label, "solid")
         if kind == "line":
-            ax.plot(xs, ys, color=c, label=label, ls="--" if style == "dashed" else "-",
+            ax.plot(xs, ys, color=c, label=label,
+                    ls={"dashed": "--", "dotted": ":", "dashdot": "-."}.get(style, "-"),
                     lw=2.6 if style == "bold" else 1.5, alpha=0.4 if style == "faint" else 1)
         elif kind == "point":
             ax.plot(xs, ys, "o", color=c, label=label, ms=5)

@@ -26,7 +26,7 @@ from ..runs import outcome, results, traces
 from .explorer import Explorer, Panel
 from .plot import GREYS, SEED_COLORS  # one colour per seed: seeds are runs of one setting
 
-REFERENCE_COLOR = GREYS["reference"]  # chance, the floor, the learned level
+REFERENCE_COLOR = GREYS["reference"]  # a reference that is not a level (Panel.level draws those)
 
 
 
@@ -139,16 +139,15 @@ def cell_panels(recs, curves, where: str = "") -> list[Panel]:
         title, _, _, ylabel, ylog = CURVES[curve]
         lines = {f"seed {r.seed}": seed_curve(r, curve) for r in recs}
         colors = {f"seed {r.seed}": SEED_COLORS[r.seed % len(SEED_COLORS)] for r in recs}
-        styles = {}
+        panel = Panel(title=title, x="step", y=ylabel, lines=lines, colors=colors, ylog=ylog,
+                      note=_seed_note(recs, curve))
         if curve in ("loss", "eval_loss") and math.isfinite(chance):
-            lines["chance"], styles["chance"], colors["chance"] = ([1, last], [chance] * 2), "dashed", REFERENCE_COLOR
+            panel.level("chance", 1, last, chance)
             if floor > 0:
-                lines["floor"], styles["floor"], colors["floor"] = ([1, last], [floor] * 2), "dashed", REFERENCE_COLOR
+                panel.level("floor", 1, last, floor)
         if curve == "eval_loss" and learned_at is not None:
-            label = "learned at or below"
-            lines[label], styles[label], colors[label] = ([1, last], [learned_at] * 2), "faint", REFERENCE_COLOR
-        panels.append(Panel(title=title, x="step", y=ylabel, lines=lines, styles=styles, colors=colors, ylog=ylog,
-                            note=_seed_note(recs, curve)))
+            panel.level("learned", 1, last, learned_at)
+        panels.append(panel)
     return panels
 
 
@@ -180,7 +179,7 @@ def grid_explorer(records, axes: dict, curves=("loss", "eval_loss"), *, default:
 def warmup_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
     """Chapter 11 (WU-1, WU-3): Post-LN trained with each optimiser of ``experiment``
     (``experiments/warmup.toml``) × each warmup length. Panels, every seed: the training
-    loss (chance dashed, each seed's status above it), the validation loss at each
+    loss (chance dotted, each seed's status above it), the validation loss at each
     evaluation, the size of each update ‖θ_t − θ_{t−1}‖ (Adam's first steps are its
     largest without warmup) and the gradient norm."""
     axes = grid_axes(experiment, profile, ("optimizer", "train.warmup"))
@@ -192,8 +191,8 @@ def warmup_explorer(records, experiment, profile: str, default: dict | None = No
 def depth_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
     """Chapter 12 (AD-3, GV-2): each architecture of ``experiment``
     (``experiments/depth.toml``, every variant it declares) × each depth, all with warmup.
-    Panels, every seed: the training loss (chance dashed, each seed's outcome above it) and
-    the validation loss at each evaluation (the level a run must end at to have learned faint)."""
+    Panels, every seed: the training loss (chance dotted, each seed's outcome above it) and
+    the validation loss at each evaluation (the level a run must end at to have learned dash-dotted)."""
     axes = grid_axes(experiment, profile, ("architecture", "depth"))
     return grid_explorer(records, axes, ("loss", "eval_loss"), default=default,
                          labels={"depth": "depth"}, profile=profile,
@@ -204,7 +203,7 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
     """Chapter 12's stability map, per seed (AD-3, WU-1): each architecture of ``experiment``
     (``experiments/stability-map.toml``, no warmup) × Adam's β2 × learning rate. Left: every
     seed's final training loss against the learning rate (the chosen one marked), chance
-    dashed; a diverged run has no final loss and is named in the note. Right: every seed's
+    dotted; a diverged run has no final loss and is named in the note. Right: every seed's
     training loss at the chosen learning rate, each seed's status above it."""
     axes = grid_axes(experiment, profile, ("architecture", "beta2", "train.lr"))
     finals = [r.final_loss for r in records if r.status != "diverged" and math.isfinite(r.final_loss)]
@@ -225,17 +224,14 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
             if r.status != "diverged":  # a diverged run has no final loss: the note names it
                 xs.append(r.train_config.lr)
                 ys.append(r.final_loss)
-        lines, styles = {}, {"chance": "dashed"}
-        lrs = sorted({r.train_config.lr for r in row})
-        if row and math.isfinite(row[0].history.chance_loss):  # (wider would widen the log axis by a decade)
-            lines["chance"] = ([lrs[0], lrs[-1]], [row[0].history.chance_loss] * 2)
-        if chosen:
-            lines["chosen lr"] = ([chosen[0].train_config.lr] * 2, span)
         note = _failures(row, "train.lr") if row else f"not recorded yet: {architecture}, {beta2}"
         final = Panel(title=f"final loss against lr, {beta2}", x="peak learning rate", y="final loss (nats/token)",
-                      xlog=True, points=points, lines=lines, styles=styles,
-                      colors={**colors, "chance": REFERENCE_COLOR, "chosen lr": GREYS["guide"]},
-                      note=note)
+                      xlog=True, points=points, colors={**colors, "chosen lr": GREYS["guide"]}, note=note)
+        lrs = sorted({r.train_config.lr for r in row})
+        if row and math.isfinite(row[0].history.chance_loss):  # (wider would widen the log axis by a decade)
+            final.level("chance", lrs[0], lrs[-1], row[0].history.chance_loss)
+        if chosen:
+            final.lines["chosen lr"] = ([chosen[0].train_config.lr] * 2, span)
         return [final, curves]
 
     return Explorer(axes, compute, default=default, title="The stability map, every seed (no warmup)",
@@ -246,7 +242,7 @@ def stability_explorer(records, experiment, profile: str, default: dict | None =
 def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | None = None) -> Explorer:
     """Chapter 12 (AD-3, WU-1): ``experiments/lr-sensitivity.toml``. Controls: depth,
     warmup, architecture. Left: every architecture's held-out loss at the end against the
-    learning rate (median over seeds; chance and the task's floor dashed), the chosen
+    learning rate (median over seeds; chance dotted, the task's floor dashed), the chosen
     architecture's seeds as points. Right: the chosen architecture's validation curves at
     every learning rate, seed 0. The note gives each seed's LR sensitivity
     (:mod:`tfx.runs.sensitivity`)."""
@@ -260,7 +256,7 @@ def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | N
         where = f"{depth}, {warmup} ({profile} profile)"
         if not cell:
             return [Panel(title="held-out loss against the learning rate", note=f"not recorded yet: {where}")]
-        lines, points, styles, colors = {}, {}, {}, {}
+        lines, points, colors = {}, {}, {}
         h = cell[0].history
         for a in archs:
             lrs, med = sensitivity.median_curve(results.select(cell, architecture=a))
@@ -269,19 +265,16 @@ def lr_sensitivity_explorer(records, experiment, profile: str, default: dict | N
         for seed, (xs, ys) in sensitivity.curves(results.select(cell, architecture=architecture)).items():
             points[f"seed {seed}"] = (xs, ys)
             colors[f"seed {seed}"] = SEED_COLORS[seed % len(SEED_COLORS)]
-        every = sorted({r.train_config.lr for r in cell})
-        lines["chance"], styles["chance"], colors["chance"] = ([every[0], every[-1]], [h.chance_loss] * 2), \
-            "dashed", REFERENCE_COLOR
-        if h.floor_loss > 0:
-            lines["floor"], styles["floor"], colors["floor"] = ([every[0], every[-1]], [h.floor_loss] * 2), \
-                "faint", REFERENCE_COLOR
         s = sensitivity.summarize(results.select(cell, architecture=architecture))
         note = (f"{architecture}: LR sensitivity per seed "
                 + ", ".join(f"{v['sensitivity']:.2f}" for v in s["per_seed"].values())
                 + "\n" + _failures(results.select(cell, architecture=architecture), "train.lr"))
         left = Panel(title=f"held-out loss against lr, {depth}, {warmup}", x="learning rate",
-                     y="held-out loss (nats)", xlog=True, lines=lines, points=points, styles=styles,
-                     colors=colors, note=note)
+                     y="held-out loss (nats)", xlog=True, lines=lines, points=points, colors=colors, note=note)
+        every = sorted({r.train_config.lr for r in cell})
+        left.level("chance", every[0], every[-1], h.chance_loss)
+        if h.floor_loss > 0:
+            left.level("floor", every[0], every[-1], h.floor_loss)
         mine = [r for r in results.select(cell, architecture=architecture) if r.seed == 0]
         curves = {f"lr {r.train_config.lr:g}": seed_curve(r, "eval_loss") for r in mine}
         right = Panel(title=f"{architecture}, seed 0: validation loss", x="step", y="validation loss (nats)",

@@ -86,14 +86,16 @@ def outcome_table(records, rows: str, cols: str, col_names=None) -> str:
                      for cn in cols_)] for rn in row_names])
 
 
-def seed_table(rows: dict, first: str = "", spec: str = "{:.2f}") -> str:
+def seed_table(rows: dict, first: str = "", spec: str | dict = "{:.2f}") -> str:
     """A Markdown table with one row per entry of ``rows`` (``{label: {seed: value}}`` or
-    ``{label: [values in seed order]}``) and one column per seed."""
+    ``{label: [values in seed order]}``) and one column per seed, "–" where a seed has no
+    value; ``spec``: one format for every row, or ``{label: format}`` (others "{:.2f}")."""
     rows = {k: (v if isinstance(v, dict) else dict(enumerate(v))) for k, v in rows.items()}
     seeds = sorted({s for v in rows.values() for s in v})
+    fmt = spec if isinstance(spec, dict) else dict.fromkeys(rows, spec)
     return md_table([first, *(f"seed {s}" for s in seeds)],
-                    [[label, *(spec.format(per_seed[s]) if s in per_seed else "–" for s in seeds)]
-                     for label, per_seed in rows.items()])
+                    [[label, *(fmt.get(label, "{:.2f}").format(per_seed[s]) if s in per_seed else "–"
+                               for s in seeds)] for label, per_seed in rows.items()])
 
 
 def median_range(s: dict) -> str:

@@ -137,11 +137,9 @@ def why_hard_explorer(P=None, task=None, depths=(2, 6), lr: float = 3e-3, record
             lines[label] = xy
             styles[label] = "bold" if other == sch else "faint"
         h = rec.history
-        lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
-        styles["chance"] = "dashed"
         loss = Panel(title=f"training loss, N = {depth}+{depth}, lr {lr:g}", x="step", y="loss (nats/token)",
-                     lines=lines, styles=styles, colors={"chance": GREYS["reference"]},
-                     note=_status_note(rec))
+                     lines=lines, styles=styles, note=_status_note(rec))
+        loss.level("chance", h.step[0], h.step[-1], h.chance_loss)
         upto = [i for i, n in enumerate(oc_depths) if n <= depth]
         oc = Panel(title="output change at init", x="encoder layers", y="‖ΔF‖² per token", ylog=True,
                    lines={SCHEME_LABELS[o]: (np.array(oc_depths)[upto], sweep[o].mean(1)[upto])
@@ -172,7 +170,7 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
     """Warmup against placement (WU-1, AD-3 at toy scale): an N+N encoder–decoder trained
     ``P.train_steps`` Adam steps at peak ``lr`` on ``task``, for each placement (post,
     pre, admin) and each warmup (a fraction of the steps). Left: the loss of the chosen
-    run, the same placement with the other warmup faint, chance dashed. Right: the
+    run, the same placement with the other warmup faint, chance dotted. Right: the
     gradient norm per step (before clipping) of the same two runs.
 
     ``records`` (from ``tfx.runs.sweep.run_grid``) are reused; the other settings train when
@@ -196,13 +194,13 @@ def training_explorer(P=None, task=None, depth: int | None = None, lr: float | N
             if w == warmup:
                 chosen = rec
         h = chosen.history
-        lines["chance"] = ([h.step[0], h.step[-1]], [h.chance_loss] * 2)
         # no warmup … the longest, as chapters 11 and 12 colour their warmups
         colors = {f"warmup {w}": c for w, c in zip(steps, warmup_colors(len(steps)))}
-        colors["chance"] = GREYS["reference"]
-        return [Panel(title=f"{SCHEME_LABELS[placement]}, N = {depth}+{depth}, lr {lr:g}", x="step",
-                      y="loss (nats/token)", lines=lines, styles={**styles, "chance": "dashed"}, colors=colors,
-                      note=_status_note(chosen)),
+        loss = Panel(title=f"{SCHEME_LABELS[placement]}, N = {depth}+{depth}, lr {lr:g}", x="step",
+                     y="loss (nats/token)", lines=lines, styles=dict(styles), colors=dict(colors),
+                     note=_status_note(chosen))
+        loss.level("chance", h.step[0], h.step[-1], h.chance_loss)
+        return [loss,
                 Panel(title="gradient norm (before clipping)", x="step", y="‖∂L/∂θ‖", ylog=True, lines=grads,
                       styles=styles, colors=colors,
                       note=f"warmup {warmup}: peak lr reached at step {max(steps[warmup], 1)}")]
