@@ -167,7 +167,7 @@ notebooks: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py $(NB)
 
 clean:
-	rm -rf _build .jupyter_cache .pytest_cache
+	rm -rf _build build .jupyter_cache .pytest_cache
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

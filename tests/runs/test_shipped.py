@@ -46,6 +46,39 @@ def test_ship_copies_experiments_and_book_and_full_results_thinned(tmp_path):
         assert (tmp_path / "two" / "results" / p.name).read_bytes() == p.read_bytes()
 
 
+def test_a_second_build_takes_each_thinned_batch_from_the_cache_and_a_changed_batch_is_thinned_again(
+        tmp_path, monkeypatch):
+    """The cache is keyed by what made a batch: the same batch is copied, not thinned (the same
+    bytes as thinning gives), and a batch whose bytes changed is thinned again."""
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    (src / "experiments").mkdir(parents=True)
+    (src / "results").mkdir()
+    (src / "results" / "a.book.jsonl").write_text('{"x": 1, "history": {"acc": [0.5]}}\n')
+    (src / "results" / "b.book.jsonl").write_text('{"x": 2}\n')
+    shipped.ship(src, tmp_path / "one", cache=cache)
+    assert len(list(cache.iterdir())) == 2
+    shipped.ship(src, tmp_path / "plain", cache=None)  # no cache: thinned afresh
+    thinned = []
+    real = shipped._thinned
+    monkeypatch.setattr(shipped, "_thinned", lambda line: thinned.append(line) or real(line))
+    (src / "results" / "b.book.jsonl").write_text('{"x": 3}\n')
+    shipped.ship(src, tmp_path / "two", cache=cache)
+    assert thinned == ['{"x": 3}\n']  # a's batch came from the cache
+    out = {d: {p.name: p.read_bytes() for p in (tmp_path / d / "results").iterdir()} for d in ("one", "plain", "two")}
+    assert out["one"] == out["plain"] and out["two"]["a.book.open.jsonl.xz"] == out["one"]["a.book.open.jsonl.xz"]
+    assert lzma.decompress(out["two"]["b.book.open.jsonl.xz"]) == b'{"x":3}\n'
+    assert len(list(cache.iterdir())) == 3 and not list(cache.glob("*.part"))
+
+
+def test_the_cache_folder_is_the_checkouts_build_folder_unless_the_environment_names_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("TFX_SHIPPED_CACHE", raising=False)
+    assert shipped.cache_folder(tmp_path) == tmp_path / "build" / "shipped-cache"
+    monkeypatch.setenv("TFX_SHIPPED_CACHE", str(tmp_path / "elsewhere"))
+    assert shipped.cache_folder(tmp_path) == tmp_path / "elsewhere"
+    monkeypatch.setenv("TFX_SHIPPED_CACHE", "off")
+    assert shipped.cache_folder(tmp_path) is None
+
+
 def test_no_module_or_chapter_reads_what_the_wheel_leaves_out():
     """UNREAD_HISTORY is safe to leave out only while nothing reads it: a module or chapter
     that names one of these lists (``"acc"``, ``'acc'`` or ``.acc``; outside the code that

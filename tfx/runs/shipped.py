@@ -159,22 +159,55 @@ def _thinned(line: str) -> str:
     return json.dumps(record, separators=(",", ":")) + "\n"
 
 
-def _ship_batch(source: Path, target: Path) -> None:
+def _ship_batch(source: Path, target: Path, cache: Path | None = None) -> None:
     """``source`` (a sealed ``.jsonl.xz`` or an open ``.jsonl`` batch) thinned into ``target``
-    (``.jsonl.xz``). Deterministic: the same lines give the same bytes."""
+    (``.jsonl.xz``). Deterministic: the same lines give the same bytes, so a ``cache`` folder
+    keeps each thinned batch under the hash of what made it (:func:`_cache_key`) and a later
+    build copies it instead of thinning again (most of a wheel build's time)."""
+    kept = cache / f"{_cache_key(source)}{SEALED}" if cache else None
+    if kept:
+        try:
+            shutil.copyfile(kept, target)
+            return
+        except FileNotFoundError:  # not kept yet (or removed meanwhile): thin it
+            pass
     opened = lzma.open(source, "rt", encoding="utf-8") if source.name.endswith(SEALED) \
         else open(source, encoding="utf-8")
     with opened as f:
         text = "".join(_thinned(line) for line in f)
     target.write_bytes(lzma.compress(text.encode("utf-8"), preset=6))
+    if kept:
+        cache.mkdir(parents=True, exist_ok=True)
+        part = kept.with_name(f"{kept.name}.{os.getpid()}.part")  # two builds at once: whole files only
+        shutil.copyfile(target, part)
+        os.replace(part, kept)
 
 
-def ship(source_root, dest) -> list[str]:
+def _cache_key(source: Path) -> str:
+    """What a thinned batch depends on: the batch's bytes and this file (the thinning)."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(source.read_bytes())
+    return h.hexdigest()
+
+
+def cache_folder(source_root: Path) -> Path | None:
+    """Where :func:`ship` keeps thinned batches between builds: ``$TFX_SHIPPED_CACHE`` ("off":
+    nowhere), else ``build/shipped-cache`` of the checkout (ignored by git, like the rest of a
+    build)."""
+    env = os.environ.get("TFX_SHIPPED_CACHE")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off") else Path(env)
+    return Path(source_root) / "build" / "shipped-cache"
+
+
+def ship(source_root, dest, cache="checkout") -> list[str]:
     """Copy ``source_root``'s experiment files and its book/full results into ``dest`` (a
     ``tfx/shipped`` folder of a build), each batch thinned (:func:`_ship_batch`; an open batch
     ``NAME.PROFILE.jsonl`` becomes ``NAME.PROFILE.open.jsonl.xz``), with ``SHA256SUMS``;
-    returns the files written. Batches compress on every core (lzma releases the GIL)."""
+    returns the files written. Batches compress on every core (lzma releases the GIL), or come
+    from ``cache`` (a folder; None: none; default: :func:`cache_folder`)."""
     source_root, dest = Path(source_root), Path(dest)
+    cache = cache_folder(source_root) if cache == "checkout" else cache
     written = []
     exp_out = dest / "experiments"
     shutil.rmtree(exp_out, ignore_errors=True)
@@ -193,6 +226,6 @@ def ship(source_root, dest) -> list[str]:
         name = f.name if f.name.endswith(SEALED) else f.name[: -len(".jsonl")] + ".open" + SEALED
         jobs.append((f, res_out / name))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        list(pool.map(lambda job: _ship_batch(*job), jobs))
+        list(pool.map(lambda job: _ship_batch(*job, cache), jobs))
     (res_out / "SHA256SUMS").write_text("".join(f"{_sha256(target)}  {target.name}\n" for _, target in jobs))
     return written + [f"results/{target.name}" for _, target in jobs]
