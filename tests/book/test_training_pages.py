@@ -129,6 +129,26 @@ def test_translation_tables_bold_each_rows_best_rate_and_count_its_failed_seeds(
     assert f"| Pre-LN | none | {mean:.2f}" in loss or f"| Pre-LN | none | **{mean:.2f}**" in loss
 
 
+def test_failed_rates_counts_only_the_outcome_rules_failures_highest_rate_first():
+    """'Fails' needs runs that did not learn or diverged: a rate whose runs are still learning
+    is not named; the rates come highest first, each with its count."""
+    def run(lr, verdict):
+        return SimpleNamespace(point={"arch": "A", "lr": lr}, seed=0, outcome=SimpleNamespace(verdict=verdict))
+
+    runs = [run("1e-3", "learned"), run("4e-3", "did not learn"), run("4e-3", "still learning"),
+            run("1e-2", "did not learn"), run("1e-2", "diverged"), run("3e-4", "still learning")]
+    assert pages.failed_rates(runs, arch="A") == "fails at 1e-2 (2 of 2 runs) and 4e-3 (1 of 2)"
+    assert pages.failed_rates(runs[:1] + runs[-1:], arch="A") == "fails at no rate of the grid"
+    assert pages.failed_rates(runs[1:3], arch="A") == "fails at 4e-3 (1 of 2 runs)"
+
+
+def test_failed_cells_compared_says_about_as_many_only_within_one_cell():
+    assert pages.failed_cells_compared({"Post-LN": 4, "Pre-LN": 4, "Admin": 3}) == \
+        "about as many cells for each architecture"
+    assert pages.failed_cells_compared({"Post-LN": 6, "Pre-LN": 4, "Admin": 2}) == \
+        "the most cells for Post-LN (6) and the fewest for Admin (2)"
+
+
 def test_bracket_sentence_names_each_group_whose_best_rate_is_at_the_grid_edge():
     inside = _gpu_grid({"A": 1e-3, "B": 1e-3}, {"A": 2.0, "B": 1.0})
     assert pages.bracket_sentence(inside) == "every group's best rate lies inside it"

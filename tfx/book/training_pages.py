@@ -411,6 +411,32 @@ def bracket_sentence(records) -> str:
     return f"the best of {listed} {verb} at its edge, so there the optimum is not located"
 
 
+def failed_rates(records, **point) -> str:
+    """Where the runs at ``point`` failed by the outcome rule (:data:`tfx.runs.outcome.FAILED`:
+    did not learn or diverged; a run still learning has not failed), highest rate first: 'fails
+    at 1e-2 (5 of 5 runs) and 4e-3 (3 of 5)', or 'fails at no rate of the grid'."""
+    runs = results.select(records, **point)
+    at = {}
+    for lr in sorted({r.point["lr"] for r in runs}, key=float, reverse=True):
+        rs = [r for r in runs if r.point["lr"] == lr]
+        if failed := sum(r.outcome.verdict in outcome.FAILED for r in rs):
+            at[lr] = f"{failed} of {len(rs)}"
+    if not at:
+        return "fails at no rate of the grid"
+    named = [f"{lr} ({n}{' runs' if k == 0 else ''})" for k, (lr, n) in enumerate(at.items())]
+    return "fails at " + (named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1])
+
+
+def failed_cells_compared(failed: dict) -> str:
+    """The stability map's failed cells per architecture (``{architecture: count}``) in words:
+    'about as many cells for each architecture' (counts within one of each other), else 'the
+    most cells for Post-LN (6) and the fewest for Admin (2)'."""
+    most, fewest = max(failed, key=failed.get), min(failed, key=failed.get)
+    if failed[most] - failed[fewest] <= 1:
+        return "about as many cells for each architecture"
+    return f"the most cells for {most} ({failed[most]}) and the fewest for {fewest} ({failed[fewest]})"
+
+
 def translation_tables(trecs, lrs) -> str:
     """Two tables, a row per architecture and warmup, a column per rate: the mean over seeds of
     the held-out loss at the end (:func:`tfx.runs.effects.end_loss`) and of the greedy BLEU;
