@@ -332,3 +332,18 @@ def test_a_label_has_one_colour_in_figures_and_explorers():
     for label in plot.ARCH_COLORS:
         assert _color(Panel(title=""), label, 0) == plot.label_color(label)
     assert _color(Panel(title=""), "seed 0", 1) == plot.UNNAMED_SERIES_COLORS[1]
+
+
+def test_the_notation_page_describes_the_levels_as_they_are_drawn():
+    """The reading key on the notation page names each level's line style as plot.LEVELS
+    draws it (and the explorers, through Panel.level), so a change of style fails here until
+    the page says so."""
+    from pathlib import Path
+
+    from tfx.book.plot import LEVELS
+
+    words = {":": "dotted", "--": "dashed", "-.": "dash-dotted"}
+    page = " ".join((Path(__file__).resolve().parents[2] / "book" / "notation.md").read_text().split())
+    for kind, phrase in (("chance", "the chance loss is **{}**"), ("floor", "floor **{}**"),
+                         ("learned", "the learned line, $C - (C - F)/4$, **{}** in green")):
+        assert phrase.format(words[LEVELS[kind]["ls"]]) in page, kind
