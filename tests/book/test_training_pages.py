@@ -130,16 +130,19 @@ def test_translation_tables_bold_each_rows_best_rate_and_count_its_failed_seeds(
 
 
 def test_failed_rates_counts_only_the_outcome_rules_failures_highest_rate_first():
-    """'Fails' needs runs that did not learn or diverged: a rate whose runs are still learning
-    is not named; the rates come highest first, each with its count."""
+    """'Fails' needs runs that did not learn or diverged: a rate whose runs are only still
+    learning is not named; the top rates are named by rank, others by name, highest first."""
     def run(lr, verdict):
         return SimpleNamespace(point={"arch": "A", "lr": lr}, seed=0, outcome=SimpleNamespace(verdict=verdict))
 
     runs = [run("1e-3", "learned"), run("4e-3", "did not learn"), run("4e-3", "still learning"),
             run("1e-2", "did not learn"), run("1e-2", "diverged"), run("3e-4", "still learning")]
-    assert pages.failed_rates(runs, arch="A") == "fails at 1e-2 (2 of 2 runs) and 4e-3 (1 of 2)"
+    assert pages.failed_rates(runs, arch="A") == "fails at the two highest rates of the grid"
     assert pages.failed_rates(runs[:1] + runs[-1:], arch="A") == "fails at no rate of the grid"
-    assert pages.failed_rates(runs[1:3], arch="A") == "fails at 4e-3 (1 of 2 runs)"
+    assert pages.failed_rates(runs[1:5], arch="A") == "fails at every rate of the grid"
+    assert pages.failed_rates(runs[3:], arch="A") == "fails at the highest rate of the grid"
+    low = [run("1e-2", "learned"), run("3e-3", "diverged"), run("1e-3", "learned"), run("3e-4", "did not learn")]
+    assert pages.failed_rates(low, arch="A") == "fails at 3e-3 and 3e-4"
 
 
 def test_failed_cells_compared_says_about_as_many_only_within_one_cell():

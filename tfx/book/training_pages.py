@@ -413,18 +413,23 @@ def bracket_sentence(records) -> str:
 
 def failed_rates(records, **point) -> str:
     """Where the runs at ``point`` failed by the outcome rule (:data:`tfx.runs.outcome.FAILED`:
-    did not learn or diverged; a run still learning has not failed), highest rate first: 'fails
-    at 1e-2 (5 of 5 runs) and 4e-3 (3 of 5)', or 'fails at no rate of the grid'."""
+    did not learn or diverged; a run still learning has not failed), at least one run at a rate,
+    in words (a caption's numbers stay in the tables): 'fails at the two highest rates of the
+    grid', 'fails at every rate of the grid', 'fails at no rate of the grid', else the rates,
+    highest first ('fails at 1e-2 and 3e-4')."""
     runs = results.select(records, **point)
-    at = {}
-    for lr in sorted({r.point["lr"] for r in runs}, key=float, reverse=True):
-        rs = [r for r in runs if r.point["lr"] == lr]
-        if failed := sum(r.outcome.verdict in outcome.FAILED for r in rs):
-            at[lr] = f"{failed} of {len(rs)}"
-    if not at:
-        return "fails at no rate of the grid"
-    named = [f"{lr} ({n}{' runs' if k == 0 else ''})" for k, (lr, n) in enumerate(at.items())]
-    return "fails at " + (named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1])
+    rates = sorted({r.point["lr"] for r in runs}, key=float, reverse=True)
+    failed = [lr for lr in rates if any(r.outcome.verdict in outcome.FAILED for r in runs if r.point["lr"] == lr)]
+    if not failed or failed == rates:
+        return f"fails at {'no' if not failed else 'every'} rate of the grid"
+    if failed == rates[:len(failed)]:
+        k = len(failed)
+        return ("fails at the highest rate of the grid" if k == 1
+                else f"fails at the {NUMBER_WORDS.get(k, k)} highest rates of the grid")
+    return "fails at " + ", ".join(failed[:-1]) + " and " + failed[-1]
+
+
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
 
 def failed_cells_compared(failed: dict) -> str:
