@@ -40,7 +40,11 @@ import numpy as np
 # Vega-Lite text sizes (px): nothing in an explorer is drawn below MIN_FONT_PX.
 MIN_FONT_PX = 11
 _FONT = {"axis": 12, "title": 13, "note": 12, "legend": 12}
-STYLES = ("solid", "dashed", "faint", "bold", "dotted", "dashdot")
+# Each line style of an explorer as the HTML draws it: (Vega-Lite dash pattern, opacity, stroke
+# width). A data row carries its style's index in STYLES.
+LINE_LOOKS = {"solid": ([1, 0], 1.0, 1.8), "dashed": ([5, 4], 1.0, 1.8), "faint": ([1, 0], 0.3, 1.5),
+              "bold": ([1, 0], 1.0, 3.2), "dotted": ([2, 3], 1.0, 1.8), "dashdot": ([6, 3, 2, 3], 1.0, 1.8)}
+STYLES = tuple(LINE_LOOKS)
 # matplotlib's line style of a level (tfx.book.plot.LEVELS) as an explorer's style: a level looks
 # the same in an explorer as on the figures (chance dotted, the floor dashed, learned dash-dotted)
 LEVEL_STYLES = {":": "dotted", "--": "dashed", "-.": "dashdot", "-": "faint"}
@@ -318,8 +322,7 @@ class Explorer:
         has = {kind for q in every for kind, *_ in q.series()}
         if "line" in has:
             # Line styles (STYLES order) come per row, as plain values (no scale, no legend).
-            style = {"dash": [[1, 0], [5, 4], [1, 0], [1, 0], [2, 3], [6, 3, 2, 3]],
-                     "op": [1.0, 1.0, 0.3, 1.0, 1.0, 1.0], "sw": [1.8, 1.8, 1.5, 3.2, 1.8, 1.8]}
+            style = {k: [look[i] for look in LINE_LOOKS.values()] for i, k in enumerate(("dash", "op", "sw"))}
             layer("l", {"type": "line"}, {
                 "x": x_q, "y": y_q, **series_enc, "detail": {"field": "series"},
                 "strokeDash": {"field": "dash", "type": "nominal", "scale": None},
@@ -425,7 +428,7 @@ def _draw_panel(ax, p: Panel):
         style = p.styles.get(label, "solid")
         if kind == "line":
             ax.plot(xs, ys, color=c, label=label,
-                    ls={"dashed": "--", "dotted": ":", "dashdot": "-."}.get(style, "-"),
+                    ls={name: ls for ls, name in LEVEL_STYLES.items()}.get(style, "-"),
                     lw=2.6 if style == "bold" else 1.5, alpha=0.4 if style == "faint" else 1)
         elif kind == "point":
             ax.plot(xs, ys, "o", color=c, label=label, ms=5)
