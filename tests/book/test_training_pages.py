@@ -143,6 +143,7 @@ def test_failed_rates_counts_only_the_outcome_rules_failures_highest_rate_first(
     assert pages.failed_rates(runs[3:], arch="A") == "fails at the highest rate of the grid"
     low = [run("1e-2", "learned"), run("3e-3", "diverged"), run("1e-3", "learned"), run("3e-4", "did not learn")]
     assert pages.failed_rates(low, arch="A") == "fails at 3e-3 and 3e-4"
+    assert pages.failed_rates(low[:3], arch="A") == "fails at 3e-3"  # one rate, not the highest
 
 
 def test_failed_cells_compared_says_about_as_many_only_within_one_cell():

@@ -406,7 +406,7 @@ def bracket_sentence(records) -> str:
              for g in effects.groups(records) if (e := effects.best_rate_edge(records, **g))]
     if not named:
         return "every group's best rate lies inside it"
-    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    listed = _listed(named)
     verb = "sits" if len(named) == 1 else "sit"
     return f"the best of {listed} {verb} at its edge, so there the optimum is not located"
 
@@ -426,7 +426,12 @@ def failed_rates(records, **point) -> str:
         k = len(failed)
         return ("fails at the highest rate of the grid" if k == 1
                 else f"fails at the {NUMBER_WORDS.get(k, k)} highest rates of the grid")
-    return "fails at " + ", ".join(failed[:-1]) + " and " + failed[-1]
+    return "fails at " + _listed(failed)
+
+
+def _listed(items) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
