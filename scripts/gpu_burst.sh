@@ -24,7 +24,10 @@
 #   WHEEL_LIST   what may be missing [scripts/gpu_wheels.txt]
 #   MINUTES      the burst, installation and bench included [9]
 #   JOBS         runs trained at once [8]
-#   ENSEMBLE     up to this many compatible runs trained as one program (tfx.sweep --ensemble) [1]
+#   ENSEMBLE     up to this many compatible runs trained as one program (tfx.sweep --ensemble) [1];
+#                above 1, two tiny ensembles are trained first (python -m tfx.bench --ensemble-check),
+#                and if that fails the burst says so and trains its runs alone
+#   CUDA_TESTS   1: run tests/runs/test_cuda_paths.py first (pytest; the log keeps the result) [0]
 #   EXPERIMENTS  names of experiments/*.toml, in order [tfx.runs.cost.GPU_PLAN]
 #   RECORDS      the folder of records already made: its full-profile files and LINEAGE.jsonl [results]
 #   BENCH        auto | always | never [auto]
@@ -49,8 +52,10 @@ BENCH=${BENCH:-auto}
 BENCH_ARGS=${BENCH_ARGS:-"--size custom --d-model 512 --heads 8 --layers 6 --batch 128 --length 32 --vocab 10000 --placements pre,post --rounds 10"}
 BENCH_ARGS_16K=${BENCH_ARGS_16K:-"--size custom --d-model 512 --heads 8 --layers 6 --batch 256 --length 64 --vocab 10000 --placements pre --rounds 10 --train-steps 0"}
 FIXTURE=${FIXTURE:-0}
+CUDA_TESTS=${CUDA_TESTS:-0}
 case "$BENCH" in auto|always|never) ;; *) die "BENCH=$BENCH must be auto, always or never" ;; esac
 case "$FIXTURE" in 0|1) ;; *) die "FIXTURE=$FIXTURE must be 0 or 1" ;; esac
+case "$CUDA_TESTS" in 0|1) ;; *) die "CUDA_TESTS=$CUDA_TESTS must be 0 or 1" ;; esac
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "JOBS=$JOBS must be an integer ≥ 1"
 [[ "$ENSEMBLE" =~ ^[1-9][0-9]*$ ]] || die "ENSEMBLE=$ENSEMBLE must be an integer ≥ 1"
 [[ "$MINUTES" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "MINUTES=$MINUTES must be a number of minutes"
@@ -132,6 +137,24 @@ if [ "$BENCH" = always ] || { [ "$BENCH" = auto ] && [ ! -f "$REPO/results/gpu-b
    timeout 120 "$PYTHON" -m tfx.bench $BENCH_ARGS_16K) > "$OUT/bench.txt" 2>&1
   echo "   bench exit $? ($(elapsed) s); $OUT/bench.txt (commit it as results/gpu-bench.txt)"
   cat "$OUT/bench.txt"
+fi
+
+# ------------------------------------------------------------------ checks before the sweep
+if [ "$CUDA_TESTS" = 1 ]; then  # without the root conftest and pytest.ini's nbval options: a bare machine lacks them
+  echo "== CUDA tests ($(elapsed) s): tests/runs/test_cuda_paths.py"
+  (cd "$REPO" && timeout 240 "$PYTHON" -m pytest -q -p no:cacheprovider --noconftest -o addopts="" \
+     tests/runs/test_cuda_paths.py 2>&1 | tail -n 30)
+  echo "   CUDA tests exit ${PIPESTATUS[0]} ($(elapsed) s)"
+fi
+if [ "$ENSEMBLE" -gt 1 ]; then
+  echo "== ensemble check ($(elapsed) s): python -m tfx.bench --ensemble-check"
+  if (cd "$WORK" && timeout 180 "$PYTHON" -m tfx.bench --ensemble-check) > "$WORK/ensemble-check.txt" 2>&1; then
+    sed 's/^/   /' "$WORK/ensemble-check.txt"
+  else
+    tail -n 25 "$WORK/ensemble-check.txt"
+    echo "   the ensemble check failed on this machine: ENSEMBLE=$ENSEMBLE -> 1, every run trains alone"
+    ENSEMBLE=1
+  fi
 fi
 
 # ------------------------------------------------------------------ the next slice of the plan

@@ -1,8 +1,10 @@
 """The trainer's CUDA-only paths, which a CPU never takes: fused Adam keeps its step count on the
 device (the ‖Δθ‖ record reads it there), fp16 runs through a GradScaler whose state a checkpoint
 must carry, and dropout on the GPU draws from the CUDA generator, which a resume must restore.
-These run where CUDA is present (scripts/gpu_burst.sh's machine: python3 -m pytest
-tests/runs/test_cuda_paths.py) and skip elsewhere."""
+These run where CUDA is present and skip elsewhere. On a bare GPU machine, which lacks the
+notebook packages the root conftest.py and pytest.ini's nbval options need, run them as
+scripts/gpu_burst.sh does (CUDA_TESTS=1):
+python3 -m pytest -q -p no:cacheprovider --noconftest -o addopts="" tests/runs/test_cuda_paths.py"""
 import math
 
 import pytest
@@ -92,9 +94,9 @@ def test_resume_with_dropout_on_the_gpu_draws_the_same_masks(tmp_path):
 
 @pytest.mark.parametrize("amp", ["bf16", "fp32"])
 def test_an_ensemble_trains_on_the_gpu_and_each_member_is_near_its_single_run(amp):
-    """An ensemble on CUDA (tfx.runs.ensemble) in bf16 autocast and in fp32, attention on SDPA's
-    fused kernels (ensemble.ATTENTION_KERNELS: the math kernel's softmax backward failed under vmap
-    in bf16 on an H200, 2026-11-30). Members equal their single runs only up to rounding (batched
+    """An ensemble on CUDA (tfx.runs.ensemble) in bf16 autocast and in fp32, attention written out
+    (ensemble.FUSED_ATTENTION: under vmap on an H200, SDPA's math kernel failed in its softmax
+    backward in bf16 and its memory-efficient one on the log-sum-exp's layout, 2026-11-30). Members equal their single runs only up to rounding (batched
     sums; bf16): losses within 2 % after 6 steps, and different members (seed, lr) stay different."""
     _ensemble_near_single_runs(amp)
 

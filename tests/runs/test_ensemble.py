@@ -17,6 +17,7 @@ import torch
 
 import tfx
 from tfx import ModelConfig, TrainConfig
+from tfx.nn.blocks import Attention
 from tfx.nn.optim import Members, take_step
 from tfx.runs.ensemble import EnsembleError, build_members, check_members, compatible, train_ensemble
 from tfx.runs.train import build_for_run, train
@@ -87,6 +88,38 @@ def test_a_decoder_only_language_model_member_is_its_single_run():
     models = [m.double() for m in build_members(config, task, cfgs)]
     for c, m, h in zip(cfgs, models, train_ensemble(models, task, cfgs)):
         _assert_member_is_its_single_run(config, task, c, m, h)
+
+
+@pytest.mark.parametrize("device_type, fused", [("cpu", True), ("cuda", False), ("mps", False)])
+def test_the_template_fuses_attention_only_where_sdpa_batches(device_type, fused):
+    """FUSED_ATTENTION: on a CPU the members' attention is SDPA's math kernel; on CUDA (where each
+    of SDPA's kernels failed under vmap on an H200) and on any other device, written out. The
+    members' own models are left as they are: a single run keeps its kernels."""
+    from tfx.runs.ensemble import _member_template
+
+    model = build_members(_config(n_enc=2, n_dec=2), TASK, [TrainConfig()])[0]
+    attention = [m for m in _member_template(model, device_type).modules() if isinstance(m, Attention)]
+    assert len(attention) == 6 and {m.fused for m in attention} == {fused}
+    assert {m.fused for m in model.modules() if isinstance(m, Attention)} == {True}
+
+
+def test_members_with_written_out_attention_are_their_single_runs(monkeypatch):
+    """The ensemble's CUDA attention (Attention.fused = False), here on the CPU in float64: Post-LN
+    members, one with a padded LM batch's causal mask among them too, are their single runs
+    (on SDPA) to the same tolerances as on the math kernel."""
+    from tfx.runs import ensemble
+    from tfx.runs.data import load_task
+
+    monkeypatch.setattr(ensemble, "FUSED_ATTENTION", {})
+    base = TrainConfig(steps=8, batch_size=4, eval_every=4, eval_batches=1, clip=0.5, warmup=2, log_every=2,
+                       bleu_sentences=0)
+    for task, config in ((TASK, _config(placement="post")),
+                         (load_task("libreoffice-en"), _config(load_task("libreoffice-en"), n_enc=0, n_dec=1,
+                                                               placement="pre"))):
+        cfgs = [base.replace(seed=0, lr=1e-3), base.replace(seed=1, lr=3e-3)]
+        models = [m.double() for m in build_members(config, task, cfgs)]
+        for c, m, h in zip(cfgs, models, train_ensemble(models, task, cfgs)):
+            _assert_member_is_its_single_run(config, task, c, m, h)
 
 
 @pytest.mark.parametrize("placement", ["post", "admin"])

@@ -151,8 +151,37 @@ def test_ensemble_trains_compatible_runs_as_one_program_and_the_records_say_so(t
     log = (out / "gpu-burst.log").read_text()
     assert r.returncode == 0, log + r.stderr
     assert "trained in an ensemble of 5" in log
+    assert "ensemble check on cpu (fp32): two ensembles of 2" in log  # checked first, and it passed
     with tarfile.open(out / "results.tar.gz") as tar:
         [name] = tar.getnames()
         tar.extractall(tmp_path / "next", filter="data")
     recs = [json.loads(line) for _, line in results.lines(tmp_path / "next" / name)]
     assert len(recs) == 20 and all(rec["ensemble"]["members"] == 5 for rec in recs)
+
+
+def test_a_failed_ensemble_check_trains_the_runs_alone_and_says_why(tmp_path, wheels):
+    """On a machine where an ensemble cannot train (an H200's SDPA kernels under vmap, 2026-11-30:
+    every ensembled run of the burst raised), the check before the sweep fails, the log keeps its
+    error, and the burst trains every run alone: records, not lost minutes."""
+    python = tmp_path / "python-without-ensembles"
+    python.write_text(textwrap.dedent(f"""\
+        #!/usr/bin/env bash
+        for a in "$@"; do
+          [ "$a" = --ensemble-check ] && {{ echo "RuntimeError: LSE is not correctly aligned (strideH)" >&2; exit 1; }}
+        done
+        exec {sys.executable} "$@"
+        """))
+    python.chmod(0o755)
+    out, records = tmp_path / "out", tmp_path / "records"
+    records.mkdir()
+    r = burst(tmp_path, wheels, out, records, EXPERIMENTS="warmup-fixes-noisy", ENSEMBLE="5", PYTHON=str(python))
+    log = (out / "gpu-burst.log").read_text()
+    assert r.returncode == 0, log + r.stderr
+    assert "LSE is not correctly aligned (strideH)" in log
+    assert "the ensemble check failed on this machine: ENSEMBLE=5 -> 1" in log
+    assert "trained in an ensemble" not in log
+    with tarfile.open(out / "results.tar.gz") as tar:
+        [name] = tar.getnames()
+        tar.extractall(tmp_path / "next", filter="data")
+    recs = [json.loads(line) for _, line in results.lines(tmp_path / "next" / name)]
+    assert len(recs) == 20 and not any(rec.get("ensemble") for rec in recs)

@@ -123,6 +123,11 @@ class Attention(nn.Module):
     ``record_logit_max`` (False; QK-clip's, ``tfx.nn.optim.record_qk_logits``): each forward
     also sets ``logit_max``, every head's largest |S| (h,), a detached device tensor; off, the
     forward is the one above, op for op.
+
+    ``fused`` (True): without a soft-cap, softmax(S)V is one ``F.scaled_dot_product_attention``
+    call; False: written out here as with a soft-cap (S, the masks, a softmax in at least float32,
+    then ·V), the same numbers up to rounding. An ensemble on CUDA sets it
+    (``tfx.runs.ensemble.FUSED_ATTENTION``): SDPA's kernels fail there under ``vmap``.
     """
 
     def __init__(self, d: int, n_heads: int, dropout: float = 0.0, q_norm: nn.Module | None = None,
@@ -134,6 +139,7 @@ class Attention(nn.Module):
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d, d) for _ in range(4))
         self.q_norm, self.k_norm, self.inner_norm = q_norm, k_norm, inner_norm
         self.record_logit_max, self.logit_max = False, None
+        self.fused = True
 
     def _heads(self, x):  # (B, L, d) -> (B, h, L, d/h)
         B, L, d = x.shape
@@ -178,14 +184,18 @@ class Attention(nn.Module):
         if self.record_logit_max:
             self.logit_max = self.head_logit_max(q, k, mask, causal)
         dropout = self.dropout if self.training else 0.0
-        if self.softcap is None:  # the fused kernel computes the same S = QKᵀ · scale inside
+        if self.softcap is None and self.fused:  # the fused kernel computes the same S = QKᵀ · scale inside
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                                  dropout_p=dropout, scale=self.scale)
         else:
             s = self._scores(q, k)
             if causal or mask is not None:
                 s = s.masked_fill(~allowed_pairs(mask, causal, lq, lk, s.device), float("-inf"))
-            out = F.dropout(s.softmax(-1), self.dropout, self.training) @ v
+            # the softmax from a float32 (or float64) S, as autocast computes it, and back to V's
+            # dtype for ·V, as autocast casts it: a bf16 S would reach a half-to-float softmax
+            # whose backward vmap cannot batch (H200, 2026-11-30)
+            p = s.to(torch.promote_types(s.dtype, torch.float32)).softmax(-1).to(v.dtype)
+            out = F.dropout(p, self.dropout, self.training) @ v
         B, h, L, dh = out.shape
         out = out.transpose(1, 2).reshape(B, L, h * dh)
         return self.out_proj(out if self.inner_norm is None else self.inner_norm(out))

@@ -380,6 +380,28 @@ def _ensemble_line(r: dict) -> str:
                                 f"; {r['util']:.1%} of the dense bf16 peak (alone {r['alone_util']:.1%})"))
 
 
+def ensemble_check(device=None, steps: int = 3) -> str:
+    """Train two tiny ensembles of two members for ``steps`` steps on ``device`` (default: CUDA
+    when present), in the precision a sweep would (bf16 autocast on CUDA): an encoder–decoder
+    with dropout, and a decoder-only LM with probes, what the GPU plan ensembles. Returns a line
+    saying so; raises what the ensemble raised. ``scripts/gpu_burst.sh`` runs it before a sweep
+    with ``ENSEMBLE`` > 1 and trains runs alone when it fails, so a kernel that fails on a new
+    device costs a burst seconds, not its runs."""
+    from .ensemble import build_members, train_ensemble
+
+    device = pick_device(device)
+    for task, model, extra in ((SyntheticTask("reverse", vocab=8, length=6), dict(n_enc=2, n_dec=2, dropout=0.1), {}),
+                               (load_task("libreoffice-en"), dict(n_enc=0, n_dec=2), dict(probes=True))):
+        cfg = ModelConfig.for_task(task, d_model=32, n_heads=4, d_ffn=64, **model)
+        base = TrainConfig(steps=steps, batch_size=8, device=str(device), eval_batches=1, bleu_sentences=0,
+                           log_every=1, **extra)
+        cfgs = [base.replace(seed=0, lr=1e-3), base.replace(seed=1, lr=3e-3)]
+        train_ensemble(build_members(cfg, task, cfgs), task, cfgs)
+    amp = default_amp(device)
+    return (f"ensemble check on {device} ({amp}): two ensembles of 2 (an encoder–decoder with dropout, an LM "
+            f"with probes) trained {steps} steps")
+
+
 def _describe(cfg: dict, r: dict) -> str:
     body = (f"{cfg['n_enc']}+{cfg['n_dec']} encoder–decoder" if cfg["n_enc"] else f"{cfg['n_dec']}-layer LM")
     return (f"{r['size']} ({body}, d {cfg['d_model']}, FFN {cfg['d_ffn']}, vocabulary {cfg['tgt_vocab']}; "
@@ -438,7 +460,12 @@ def main(argv=None):
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with the process's CPU time, not the wall clock (a CPU shared with other work, "
                          "--threads 1)")
+    ap.add_argument("--ensemble-check", action="store_true",
+                    help="only train two tiny ensembles a few steps on this device (ensemble_check) and say so")
     a = ap.parse_args(argv)
+    if a.ensemble_check:
+        print(ensemble_check(a.device))
+        return []
     global _clock
     _clock = time.process_time if a.cpu_time else time.perf_counter
     if a.threads:

@@ -21,8 +21,9 @@ members' own parameters each step (``torch.stack``, whose backward hands each me
 slice of the gradient), so the leaves the optimisers hold stay each member's ordinary
 ``nn.Parameter``\\ s: one optimiser step (:func:`tfx.nn.optim.take_step`, the one step in tfx)
 over :class:`tfx.nn.optim.Members` steps every member's own optimiser, with the learning rate,
-‖g‖ and its clipping per member. Attention runs on SDPA's math kernel inside ``vmap``: the
-CPU's fused kernel has no batching rule and would be run once per member.
+‖g‖ and its clipping per member. Attention inside ``vmap`` runs, on a CPU, on SDPA's math kernel
+(the CPU's fused kernel has no batching rule and would be run once per member); on CUDA, written
+out (:data:`FUSED_ATTENTION`), where each of SDPA's kernels failed under ``vmap``.
 
 How exact: a member's step is its single run's step up to rounding (batched matrix products
 sum in another order). In float64, after 12 steps of Post-LN, Pre-LN, Admin and a decoder-only
@@ -65,6 +66,7 @@ from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..nn.batch import PAD
+from ..nn.blocks import Attention
 from ..nn.config import ModelConfig, TrainConfig
 from ..nn.optim import Members, lr_at, pick_device, take_step
 from .outcome import judge
@@ -96,12 +98,13 @@ UNSUPPORTED_MODEL = {
                                       "generator cannot reach: train it alone)"),
 }
 DROPOUT_FIELDS = ("dropout", "act_dropout")
-# SDPA's kernels inside vmap, per kind of device. A CPU: the math one, which is batched (the CPU's
-# fused kernel has no batching rule: vmap would call it once per member). CUDA: the fused ones
-# first, which have batching rules; the math one's softmax backward fails under vmap with bf16
-# autocast ("expected input and grad types to match", H200, 2026-11-30).
-ATTENTION_KERNELS = {"cpu": [SDPBackend.MATH],
-                     "cuda": [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]}
+# Attention inside vmap, per kind of device: True, SDPA's math kernel, which is batched (the CPU's
+# fused kernel has no batching rule: vmap would call it once per member); False, the softmax written
+# out (blocks.Attention.fused), batched matmuls only. On an H200 under vmap in bf16 autocast, SDPA's
+# math kernel failed in its softmax backward ("expected input and grad types to match",
+# 2026-11-30 01:47 UTC) and the memory-efficient one on its log-sum-exp's layout ("LSE is not
+# correctly aligned (strideH)", 2026-11-30 18:41 UTC, results/gpu-bursts/2026-11-30T1841Z.log).
+FUSED_ATTENTION = {"cpu": True}
 
 
 class EnsembleError(ValueError):
@@ -202,11 +205,15 @@ class MemberDropout(torch.nn.Module):
         return x * member_keep_mask(x.detach(), self.p, self.stack)
 
 
-def _member_template(model):
+def _member_template(model, device_type: str = "cpu"):
     """A copy of ``model`` whose ``nn.Dropout`` modules are :class:`MemberDropout` of their stack
-    (the encoder's and its embedding's: "src"; the decoder's: "tgt"). No parameter changes place:
-    ``functional_call`` fills the copy with the members' tensors."""
+    (the encoder's and its embedding's: "src"; the decoder's: "tgt"), and whose attention is
+    fused or written out as :data:`FUSED_ATTENTION` says for ``device_type``. No parameter
+    changes place: ``functional_call`` fills the copy with the members' tensors."""
     template = copy.deepcopy(model)
+    for module in template.modules():
+        if isinstance(module, Attention):
+            module.fused = FUSED_ATTENTION.get(device_type, False)
     for name, module in list(template.named_modules()):
         for child_name, child in list(module.named_children()):
             if isinstance(child, torch.nn.Dropout):
@@ -256,7 +263,7 @@ class _Ensemble:
         self.runs = [_Run(m, task, c, device) for m, c in zip(models, cfgs)]
         self.cfg, self.device, self.amp = cfgs[0], device, self.runs[0].amp
         # its structure only: functional_call swaps in each member's tensors
-        self.template = _LossOf(_member_template(models[0]))
+        self.template = _LossOf(_member_template(models[0], device.type))
         self.params = [dict(_LossOf(m).named_parameters()) for m in models]
         self.buffers = [dict(_LossOf(m).named_buffers()) for m in models]
         self.dropout = any(getattr(models[0].cfg, f) > 0 for f in DROPOUT_FIELDS)
@@ -281,8 +288,7 @@ class _Ensemble:
             "src": None if src is None else (src.shape[-1], [b.src.shape[1] for b in batches]),
             "tgt": (tgt.shape[-1], [b.tgt.shape[1] for b in batches])})
         try:
-            kernels = ATTENTION_KERNELS.get(self.device.type, [SDPBackend.MATH])
-            with sdpa_kernel(kernels), torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
+            with sdpa_kernel([SDPBackend.MATH]), torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
                 return vmap(member, in_dims=(0, 0, None if src is None else 0, 0),
                             randomness=self.randomness)(params, buffers, src, tgt)
         finally:
