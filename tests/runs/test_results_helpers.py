@@ -29,6 +29,12 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     assert f"{pre.history.eval_loss[-1]:.2f}" in table[2]  # by default the held-out loss
     by_train = results.table(recs, rows="fix", cols="fix", fmt="{:.4f}", value=lambda r: r.final_loss).splitlines()
     assert f"{pre.final_loss:.4f}" in by_train[2] and by_train[2] != table[2]
+    outcomes = ("learned", "still learning", "did not learn")
+    marked = results.table([dataclasses.replace(pre, status=s) for s in outcomes], rows="fix", cols="fix")
+    loss = f"{pre.history.eval_loss[-1]:.2f}"
+    assert marked.splitlines()[2] == f"| Pre-LN, Adam | {loss} / {loss} (still learning) / {loss} (did not learn) |"
+    alike = results.table([dataclasses.replace(pre, status="still learning")] * 3, rows="fix", cols="fix")
+    assert alike.splitlines()[2] == f"| Pre-LN, Adam | {loss} / {loss} / {loss} (all 3: still learning) |"
     prov = results.provenance(recs)
     assert prov.startswith("device cpu · code ") and recs[0].finished_at[:10] in prov
     gpu = [dataclasses.replace(r, device="cuda", device_name="NVIDIA H200") for r in recs]

@@ -414,25 +414,34 @@ def start_loss(rec) -> float:
     return h.loss[0] if h.loss and h.step and h.step[0] == 1 else math.nan
 
 
-def _cell(r: Record, fmt: str, value) -> str:
+def _cell(r: Record, fmt: str, value, marked: bool = True) -> str:
     if r.status == "diverged":
         return f"diverged (step {r.history.diverged_step or '?'})"
-    return fmt.format(value(r)) + (" (did not learn)" if r.status == "did not learn" else "")
+    return fmt.format(value(r)) + ("" if r.status == "learned" or not marked else f" ({r.status})")
+
+
+def _cells(runs, fmt: str, value) -> str:
+    """One table cell: every run's number, each not-learned outcome after its number, or once
+    at the end when every run of the cell shares it ('(all 5: still learning)')."""
+    if len(runs) > 1 and len({r.status for r in runs}) == 1 and runs[0].status not in ("learned", "diverged"):
+        return " / ".join(_cell(r, fmt, value, marked=False) for r in runs) + f" (all {len(runs)}: {runs[0].status})"
+    return " / ".join(_cell(r, fmt, value) for r in runs)
 
 
 def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str:
     """A Markdown table of one number per run: one row per variant of axis ``rows``, one
     column per variant of axis ``cols`` (in the order the records first show them); each cell
-    lists every seed's value, 'diverged (step s)' for a diverged run, '(did not learn)' after
-    one that did not learn (:mod:`tfx.runs.outcome`). ``value(record)``: the number shown
+    lists every seed's value, 'diverged (step s)' for a diverged run, and after a run that did
+    not learn, or has not yet but is still learning, its outcome in brackets, said once for the
+    cell when all its runs share it (:mod:`tfx.runs.outcome`; a number alone has learned). ``value(record)``: the number shown
     (default: the held-out loss at the end, :func:`final_eval_loss`)."""
     value = value or final_eval_loss
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     row_names, col_names = order(rows), order(cols)
     lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]
     for rn in row_names:
-        cells = [" / ".join(_cell(r, fmt, value) for r in select(records, **{rows: rn})
-                            if r.point.get(cols) == cn) or "—" for cn in col_names]
+        cells = [_cells([r for r in select(records, **{rows: rn}) if r.point.get(cols) == cn], fmt, value) or "—"
+                 for cn in col_names]
         lines.append(f"| {rn} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
