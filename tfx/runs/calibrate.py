@@ -86,6 +86,12 @@ def bursts(logs, records) -> list[Burst]:
     return out
 
 
+def measured(found: list[Burst]) -> list[Burst]:
+    """The bursts of ``found`` whose sweeps recorded runs; one that recorded none (every run
+    raised, or no run fitted its budget) measured nothing the model predicts."""
+    return [b for b in found if b.records]
+
+
 def _shapes(rec) -> tuple[int, int, int, bool]:
     """(source length, target length, vocabulary, translation?) of the record's task at its
     batch size, as the plan reads them (:func:`tfx.runs.sweep._batch_shapes`)."""
@@ -161,12 +167,16 @@ def main(argv=None) -> int:
         return 2
     records = [r for p in sorted(experiments_dir().glob("*.toml")) for r in results.load(p.stem, "full")]
     found = bursts(logs, records)
+    for b in found:
+        if not b.records:
+            print(f"{b.path.name}: no records (its sweep recorded no run): set aside")
+    found = measured(found)
     for name, value in fit(found).items():
         print(f"{name} = {value if value is None else round(value, 2)}  (tfx.runs.cost: {getattr(cost, name)})")
     c = compare(found)
-    for b, (model, measured) in zip(found, c["bursts"]):
-        print(f"{b.path.name}: {len(b.records)} runs, sweep modelled {model:.2f} min, measured {measured:.2f} min "
-              f"(× {model / measured:.2f})")
+    for b, (model, actual) in zip(found, c["bursts"]):
+        print(f"{b.path.name}: {len(b.records)} runs, sweep modelled {model:.2f} min, measured {actual:.2f} min "
+              f"(× {model / actual:.2f})")
     print(f"per run: median modelled ÷ wall_time {statistics.median(c['runs']):.2f} over {len(c['runs'])} runs")
     return 0
 
