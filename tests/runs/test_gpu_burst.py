@@ -101,7 +101,8 @@ def test_a_burst_says_what_is_missing(tmp_path, wheels):
     r = burst(tmp_path, only_tfx, tmp_path / "o2", tmp_path)
     assert r.returncode == 2 and "cannot import tfx_burst_probe" in r.stdout + r.stderr
     for env, name in (({"JOBS": "0"}, "JOBS=0"), ({"ENSEMBLE": "0"}, "ENSEMBLE=0"), ({"BENCH": "sometimes"}, "BENCH=sometimes"),
-                      ({"EXPERIMENTS": "nope"}, "no experiments/nope.toml"), ({"MINUTES": "nine"}, "MINUTES=nine")):
+                      ({"EXPERIMENTS": "nope"}, "no experiments/nope.toml"), ({"MINUTES": "nine"}, "MINUTES=nine"),
+                      ({"CUDA_TESTS": "yes"}, "CUDA_TESTS=yes")):
         r = burst(tmp_path, wheels, tmp_path / "o3", tmp_path, **env)
         assert r.returncode == 2 and name in r.stdout + r.stderr, (env, r.stdout + r.stderr)
     r = subprocess.run(["bash", str(SCRIPT)], env={k: v for k, v in os.environ.items() if k != "OUT"},
@@ -147,10 +148,12 @@ def test_ensemble_trains_compatible_runs_as_one_program_and_the_records_say_so(t
     cannot be ensembled yet: the translation ones use dropout, the language models probes.)"""
     out, records = tmp_path / "out", tmp_path / "records"
     records.mkdir()
-    r = burst(tmp_path, wheels, out, records, EXPERIMENTS="warmup-fixes-noisy", ENSEMBLE="5")
+    r = burst(tmp_path, wheels, out, records, EXPERIMENTS="warmup-fixes-noisy", ENSEMBLE="5", CUDA_TESTS="1")
     log = (out / "gpu-burst.log").read_text()
     assert r.returncode == 0, log + r.stderr
     assert "trained in an ensemble of 5" in log
+    # CUDA_TESTS=1: the CUDA paths' tests ran first, without the root conftest (here they skip: no CUDA)
+    assert "== CUDA tests" in log and "skipped" in log and "CUDA tests exit 0" in log
     assert "ensemble check on cpu (fp32): two ensembles of 2" in log  # checked first, and it passed
     with tarfile.open(out / "results.tar.gz") as tar:
         [name] = tar.getnames()
