@@ -96,8 +96,9 @@ def test_resume_with_dropout_on_the_gpu_draws_the_same_masks(tmp_path):
 def test_an_ensemble_trains_on_the_gpu_and_each_member_is_near_its_single_run(amp):
     """An ensemble on CUDA (tfx.runs.ensemble) in bf16 autocast and in fp32, attention written out
     (ensemble.FUSED_ATTENTION: under vmap on an H200, SDPA's math kernel failed in its softmax
-    backward in bf16 and its memory-efficient one on the log-sum-exp's layout, 2026-11-30). Members equal their single runs only up to rounding (batched
-    sums; bf16): losses within 2 % after 6 steps, and different members (seed, lr) stay different."""
+    backward in bf16 and its memory-efficient one on the log-sum-exp's layout, 2026-11-30).
+    Members equal their single runs only up to rounding (batched sums; bf16): losses within 2 %
+    after 6 steps, and different members (seed, lr) stay different."""
     _ensemble_near_single_runs(amp)
 
 

@@ -390,8 +390,9 @@ def ensemble_check(device=None, steps: int = 3) -> str:
     from .ensemble import build_members, train_ensemble
 
     device = pick_device(device)
-    for task, model, extra in ((SyntheticTask("reverse", vocab=8, length=6), dict(n_enc=2, n_dec=2, dropout=0.1), {}),
-                               (load_task("libreoffice-en"), dict(n_enc=0, n_dec=2), dict(probes=True))):
+    runs = ((SyntheticTask("reverse", vocab=8, length=6), dict(n_enc=2, n_dec=2, dropout=0.1), {}),
+            (load_task("libreoffice-en"), dict(n_enc=0, n_dec=2), dict(probes=True)))
+    for task, model, extra in runs:
         cfg = ModelConfig.for_task(task, d_model=32, n_heads=4, d_ffn=64, **model)
         base = TrainConfig(steps=steps, batch_size=8, device=str(device), eval_batches=1, bleu_sentences=0,
                            log_every=1, **extra)

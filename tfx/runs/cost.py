@@ -71,7 +71,9 @@ GPU_CORE = ("ad3-deep",)
 GPU_PLAN = GPU_CORE + ("lr-sensitivity", "warmup-axis", "depth", "depth-rates", "warmup", "warmup-fixes", "stability-map",
                        "admin-profiling", "translation", "lm", "logits", "norms", "placements")
 CORE_BUDGET_MINUTES = 25.0  # the core, on one H100 (issue 42)
-REST_BUDGET_MINUTES = 40.0  # the rest (25; 27 with lr-sensitivity's 1e-4 column; 28 with 3e-5; 38 with depth-rates at 18+18; 40 with lm's 1e-4 and 3e-4)
+# the rest (25; 27 with lr-sensitivity's 1e-4 column; 28 with 3e-5; 38 with depth-rates at 18+18;
+# 40 with lm's 1e-4 and 3e-4)
+REST_BUDGET_MINUTES = 40.0
 
 LAUNCH_BASE_S = 0.0137  # per step: the optimiser, the embeddings and the loss
 LAUNCH_PER_SUBLAYER_S = 0.00091  # per residual sub-layer, forward and backward

@@ -433,8 +433,9 @@ def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str
     column per variant of axis ``cols`` (in the order the records first show them); each cell
     lists every seed's value, 'diverged (step s)' for a diverged run, and after a run that did
     not learn, or has not yet but is still learning, its outcome in brackets, said once for the
-    cell when all its runs share it (:mod:`tfx.runs.outcome`; a number alone has learned). ``value(record)``: the number shown
-    (default: the held-out loss at the end, :func:`final_eval_loss`)."""
+    cell when all its runs share it (:mod:`tfx.runs.outcome`; a number alone has learned).
+    ``value(record)``: the number shown (default: the held-out loss at the end,
+    :func:`final_eval_loss`)."""
     value = value or final_eval_loss
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     row_names, col_names = order(rows), order(cols)
