@@ -33,6 +33,8 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     marked = results.table([dataclasses.replace(pre, status=s) for s in outcomes], rows="fix", cols="fix")
     loss = f"{pre.history.eval_loss[-1]:.2f}"
     assert marked.splitlines()[2] == f"| Pre-LN, Adam | {loss} / {loss} (still learning) / {loss} (did not learn) |"
+    one_axis = results.table(recs, rows="fix", cols=None).splitlines()  # a sweep of one axis: one column
+    assert one_axis[0] == "| fix | every seed |" and len(one_axis) == 6 and "—" not in "".join(one_axis)
     alike = results.table([dataclasses.replace(pre, status="still learning")] * 3, rows="fix", cols="fix")
     assert alike.splitlines()[2] == f"| Pre-LN, Adam | {loss} / {loss} / {loss} (all 3: still learning) |"
     prov = results.provenance(recs)

@@ -428,9 +428,10 @@ def _cells(runs, fmt: str, value) -> str:
     return " / ".join(_cell(r, fmt, value) for r in runs)
 
 
-def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str:
+def table(records, rows: str, cols: str | None, fmt: str = "{:.2f}", value=None) -> str:
     """A Markdown table of one number per run: one row per variant of axis ``rows``, one
-    column per variant of axis ``cols`` (in the order the records first show them); each cell
+    column per variant of axis ``cols`` (in the order the records first show them; None: one
+    column, 'every seed', for a sweep of one axis); each cell
     lists every seed's value, 'diverged (step s)' for a diverged run, and after a run that did
     not learn, or has not yet but is still learning, its outcome in brackets, said once for the
     cell when all its runs share it (:mod:`tfx.runs.outcome`; a number alone has learned).
@@ -438,8 +439,9 @@ def table(records, rows: str, cols: str, fmt: str = "{:.2f}", value=None) -> str
     :func:`final_eval_loss`)."""
     value = value or final_eval_loss
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
-    row_names, col_names = order(rows), order(cols)
-    lines = [f"| {rows} | " + " | ".join(map(str, col_names)) + " |", "|---" * (len(col_names) + 1) + "|"]
+    row_names, col_names = order(rows), order(cols)  # cols None: every point.get(None) is None
+    heads = ["every seed" if cols is None else str(c) for c in col_names]
+    lines = [f"| {rows} | " + " | ".join(heads) + " |", "|---" * (len(col_names) + 1) + "|"]
     for rn in row_names:
         cells = [_cells([r for r in select(records, **{rows: rn}) if r.point.get(cols) == cn], fmt, value) or "—"
                  for cn in col_names]
