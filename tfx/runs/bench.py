@@ -397,10 +397,9 @@ def ensemble_check(device=None, steps: int = 3) -> str:
         base = TrainConfig(steps=steps, batch_size=8, device=str(device), eval_batches=1, bleu_sentences=0,
                            log_every=1, **extra)
         cfgs = [base.replace(seed=0, lr=1e-3), base.replace(seed=1, lr=3e-3)]
-        train_ensemble(build_members(cfg, task, cfgs), task, cfgs)
-    amp = default_amp(device)
-    return (f"ensemble check on {device} ({amp}): two ensembles of 2 (an encoder–decoder with dropout, an LM "
-            f"with probes) trained {steps} steps")
+        hists = train_ensemble(build_members(cfg, task, cfgs), task, cfgs)
+    return (f"ensemble check on {device} ({hists[0].amp_dtype}): two ensembles of 2 (an encoder–decoder with "
+            f"dropout, an LM with probes) trained {steps} steps")
 
 
 def _describe(cfg: dict, r: dict) -> str:

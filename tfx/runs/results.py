@@ -423,9 +423,9 @@ def _cell(r: Record, fmt: str, value, marked: bool = True) -> str:
 def _cells(runs, fmt: str, value) -> str:
     """One table cell: every run's number, each not-learned outcome after its number, or once
     at the end when every run of the cell shares it ('(all 5: still learning)')."""
-    if len(runs) > 1 and len({r.status for r in runs}) == 1 and runs[0].status not in ("learned", "diverged"):
-        return " / ".join(_cell(r, fmt, value, marked=False) for r in runs) + f" (all {len(runs)}: {runs[0].status})"
-    return " / ".join(_cell(r, fmt, value) for r in runs)
+    shared = len(runs) > 1 and len({r.status for r in runs}) == 1 and runs[0].status not in ("learned", "diverged")
+    text = " / ".join(_cell(r, fmt, value, marked=not shared) for r in runs)
+    return text + (f" (all {len(runs)}: {runs[0].status})" if shared else "")
 
 
 def table(records, rows: str, cols: str | None, fmt: str = "{:.2f}", value=None) -> str:
