@@ -39,6 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # tolerances below were checked against three disjoint groups of seeds.
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def test_LN_1_jacobian_spectral_norm():
     """J_LN = (√d/s)(I − 11ᵀ/d − ccᵀ/s²) and ‖J_LN‖₂ = √d/s, s² = ‖x−μ‖² + d·eps:
     sympy derivation and autograd vs formula to 1e-5 relative (the evidence; a formula with

@@ -49,3 +49,17 @@ def test_colab_check_runs_nbval_with_the_glued_names_check_and_saves_where_the_b
     # nothing Colab lacks is installed before the wheel's modules are imported
     assert not set(cc.TESTS) & set(cc.COLAB)
     assert source.index("IMPORT_ALL, cwd") < source.index("*pins, *TESTS")
+
+
+def test_long_files_are_collected_first_so_no_worker_starts_one_last(tmp_path):
+    """``--dist loadfile`` hands out whole files in collection order: a file marked ``long_file``
+    (pytest.ini) is collected before the short files named ahead of it, the rest in their order."""
+    import subprocess
+    import sys
+
+    files = ["tests/test_glue_snapshot.py", "tests/runs/test_gpu_burst.py", "tests/test_device_tree.py"]
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    order = list(dict.fromkeys(line.split("::")[0] for line in r.stdout.splitlines() if "::" in line))
+    assert order == [files[1], files[0], files[2]], order

@@ -84,6 +84,9 @@ FIGURE_TEXT_PT = 10.0
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def _unavailable(reason: str) -> None:
     """Skip locally, fail in CI: CI must really run the browser checks."""
     if IN_CI:

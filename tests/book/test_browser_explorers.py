@@ -50,6 +50,9 @@ DEFAULTS = {
 }
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def _params():
     if EXPLORER_PAGES:
         return EXPLORER_PAGES

@@ -28,6 +28,9 @@ GPU_CHAPTERS = {"11-warmup-adam.ipynb": ("warmup", "warmup-fixes"),
                 "15-logits-that-grow.ipynb": ("logits",)}
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def test_every_chapter_that_reads_gpu_records_is_tested_here():
     def code(p):
         return "\n".join("".join(c.source) for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")

@@ -23,6 +23,9 @@ b = { train.lr = 2e-3 }
 """
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def _swept(tmp_path):
     tmp_path.mkdir(parents=True, exist_ok=True)
     exp = tmp_path / "tiny.toml"

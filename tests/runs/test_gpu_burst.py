@@ -23,6 +23,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import gpu_wheels  # noqa: E402
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory):
     """A carried folder: this checkout's wheel, and the wheel of a module the interpreter lacks."""

@@ -17,6 +17,9 @@ from tfx.runs.experiment import Experiment
 from tiny_sweep import ROOT, TINY, comparable as _comparable, sweep_env as _env, write_experiment as _write
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def _sweep_cmd(exp_path, res):
     return [sys.executable, "-m", "tfx.runs.sweep", str(exp_path), "--profile", "quick", "--results", str(res)]
 

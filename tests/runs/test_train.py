@@ -13,6 +13,9 @@ from tfx.runs.train import History
 TASK = tfx.synthetic("reverse", vocab=8, length=6)
 
 
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
+
+
 def _model(**kw):
     base = dict(d_model=32, n_heads=4, d_ffn=64, n_enc=2, n_dec=2, dropout=0.1)
     base.update(kw)
