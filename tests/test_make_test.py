@@ -49,6 +49,11 @@ def test_colab_check_runs_nbval_with_the_glued_names_check_and_saves_where_the_b
     # nothing Colab lacks is installed before the wheel's modules are imported
     assert not set(cc.TESTS) & set(cc.COLAB)
     assert source.index("IMPORT_ALL, cwd") < source.index("*pins, *TESTS")
+    # the longest chapters start first; every notebook runs once
+    names = [Path(n) for n in ("01-a.ipynb", "12-depth-with-warmup.ipynb", "21-when-a-run-breaks.ipynb", "24-b.ipynb")]
+    assert [p.name for p in cc.start_order(names)] == ["21-when-a-run-breaks.ipynb", "12-depth-with-warmup.ipynb",
+                                                       "01-a.ipynb", "24-b.ipynb"]
+    assert all((ROOT / "book" / name).exists() for name in cc.LONGEST_FIRST)
 
 
 def test_long_files_are_collected_first_so_no_worker_starts_one_last(tmp_path):
