@@ -93,7 +93,7 @@ def test_gpu_records_shows_records_or_one_sentence():
     assert tables.gpu_records({"depth": []}, {"depth": ("arch", "depth")}) == (
         "GPU results for depth are not in yet; the box at the end of the page says how to "
         "run them.")
-    recs = [_rec(s, 0.5, arch="A", depth="2", warmup=w) for s in (0, 1) for w in ("none", "w")]
+    recs = [_rec(s, 0.5, arch="A", depth="2", **{"train.warmup": w}) for s in (0, 1) for w in ("none", "w")]
     for r in recs:
         r.device, r.code_version, r.finished_at, r.carried_from = "cuda", "abc", "2026-11-27", []
         r.fixture = True
@@ -101,6 +101,7 @@ def test_gpu_records_shows_records_or_one_sentence():
                               {"depth": ("arch", "depth"), "lm": ("arch", "depth")})
     assert "**depth**: 4 runs · FIXTURES" in text and "device cuda" in text
     assert "warmup **none**" in text and "warmup **w**" in text  # one table per warmup
+    assert "train." not in text  # a config path is headed by its last part
     assert text.endswith("GPU results for lm are not in yet; the box at the end of the page "
                          "says how to run them.")
 

@@ -37,6 +37,8 @@ def test_load_or_run_runs_a_missing_cpu_profile_and_never_full(tmp_path):
     assert one_axis[0] == "| fix | every seed |" and len(one_axis) == 6 and "—" not in "".join(one_axis)
     alike = results.table([dataclasses.replace(pre, status="still learning")] * 3, rows="fix", cols="fix")
     assert alike.splitlines()[2] == f"| Pre-LN, Adam | {loss} / {loss} / {loss} (all 3: still learning) |"
+    dotted = [dataclasses.replace(pre, point={"train.warmup": f"warmup={w}"}) for w in (0, 50)]
+    assert results.table(dotted, rows="train.warmup", cols=None).splitlines()[0] == "| warmup | every seed |"
     prov = results.provenance(recs)
     assert prov.startswith("device cpu · code ") and recs[0].finished_at[:10] in prov
     gpu = [dataclasses.replace(r, device="cuda", device_name="NVIDIA H200") for r in recs]

@@ -143,7 +143,8 @@ def gpu_records(gpu: dict, axes: dict) -> str:
         other = next((a for a in recs[0].point if a not in (rows, cols)), None)
         for v in sorted({r.point[other] for r in recs}) if other else [None]:
             part = results.select(recs, **{other: v}) if other else recs
-            out.append((f"{other} **{v}**\n\n" if other else "") + results.table(part, rows=rows, cols=cols))
+            out.append((f"{results.axis_name(other)} **{v}**\n\n" if other else "")
+                       + results.table(part, rows=rows, cols=cols))
     if missing:
         out.append(f"GPU results for {', '.join(missing)} are not in yet; the box at the "
                    "end of the page says how to run them.")

@@ -428,6 +428,12 @@ def _cells(runs, fmt: str, value) -> str:
     return text + (f" (all {len(runs)}: {runs[0].status})" if shared else "")
 
 
+def axis_name(axis: str) -> str:
+    """A grid axis as a table heads it: a path into the config loses its section
+    ('train.warmup' → 'warmup'); other axes keep their names ('architecture')."""
+    return axis.rsplit(".", 1)[-1]
+
+
 def table(records, rows: str, cols: str | None, fmt: str = "{:.2f}", value=None) -> str:
     """A Markdown table of one number per run: one row per variant of axis ``rows``, one
     column per variant of axis ``cols`` (in the order the records first show them; None: one
@@ -441,7 +447,7 @@ def table(records, rows: str, cols: str | None, fmt: str = "{:.2f}", value=None)
     order = lambda axis: list(dict.fromkeys(r.point.get(axis) for r in records))  # noqa: E731
     row_names, col_names = order(rows), order(cols)  # cols None: every point.get(None) is None
     heads = ["every seed" if cols is None else str(c) for c in col_names]
-    lines = [f"| {rows} | " + " | ".join(heads) + " |", "|---" * (len(col_names) + 1) + "|"]
+    lines = [f"| {axis_name(rows)} | " + " | ".join(heads) + " |", "|---" * (len(col_names) + 1) + "|"]
     for rn in row_names:
         cells = [_cells([r for r in select(records, **{rows: rn}) if r.point.get(cols) == cn], fmt, value) or "—"
                  for cn in col_names]
