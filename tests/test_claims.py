@@ -31,15 +31,13 @@ from tfx.runs import effects, outcome, results, traces
 from tfx.runs.experiment import Experiment
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
 
 
 # ============================================================== LN-1 … LN-5
 # Xiong et al. 2020 (Lemmas 1–3, Theorem 1, Fig. 3). The model tests run at width 64
 # on one thread (faster for small models, above all on a shared machine); the
 # tolerances below were checked against three disjoint groups of seeds.
-
-
-pytestmark = pytest.mark.long_file  # a minute or more: collected first (pytest.ini)
 
 
 def test_LN_1_jacobian_spectral_norm():

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,12 +58,9 @@ def test_colab_check_runs_nbval_with_the_glued_names_check_and_saves_where_the_b
     assert all((ROOT / "book" / name).exists() for name in cc.LONGEST_FIRST)
 
 
-def test_long_files_are_collected_first_so_no_worker_starts_one_last(tmp_path):
+def test_long_files_are_collected_first_so_no_worker_starts_one_last():
     """``--dist loadfile`` hands out whole files in collection order: a file marked ``long_file``
     (pytest.ini) is collected before the short files named ahead of it, the rest in their order."""
-    import subprocess
-    import sys
-
     files = ["tests/test_glue_snapshot.py", "tests/runs/test_gpu_burst.py", "tests/test_device_tree.py"]
     r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
